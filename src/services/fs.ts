@@ -1,0 +1,265 @@
+/**
+ * The one file-system seam. Every file operation Spillway performs goes through `fsSeam`, so
+ * tests can make the N-th call of any operation fail with a real errno (ENOSPC, EIO, EACCES,
+ * ENOENT), count what a recovery does, or pause an operation to force an interleaving, all
+ * without mocking the unit under test.
+ */
+import * as fsp from 'node:fs/promises';
+import * as fs from 'node:fs';
+import fse from 'fs-extra';
+
+/** Every operation the seam performs; faults and counts are keyed by these names. */
+export const FS_OPS = [
+  'mkdir',
+  'open',
+  'read',
+  'write',
+  'sync',
+  'close',
+  'unlink',
+  'rm',
+  'rename',
+  'stat',
+  'lstat',
+  'readdir',
+  'readFile',
+  'writeFile',
+] as const;
+export type FsOp = (typeof FS_OPS)[number];
+
+/** The errno codes tests may inject. */
+export type FaultCode = 'ENOSPC' | 'EIO' | 'EACCES' | 'ENOENT';
+
+const FAULT_MESSAGES: Record<FaultCode, string> = {
+  ENOSPC: 'no space left on device',
+  EIO: 'i/o error',
+  EACCES: 'permission denied',
+  ENOENT: 'no such file or directory',
+};
+
+/** A fault armed on the seam: `op` fails at its `nth` call from now (1-based). */
+export interface FaultSpec {
+  op: FsOp;
+  code: FaultCode;
+  /** Which call (counted from when the fault is armed) fails; default 1. */
+  nth?: number;
+  /** Only calls whose path contains this string count. */
+  pathIncludes?: string;
+  /** How many consecutive calls fail once triggered; default 1. */
+  times?: number;
+}
+
+interface ArmedFault extends Required<Omit<FaultSpec, 'pathIncludes'>> {
+  pathIncludes: string | undefined;
+  seen: number;
+  fired: number;
+}
+
+/** Called before each operation; may return a promise to delay it (race tests). */
+export type FsHook = (op: FsOp, path: string) => void | Promise<void>;
+
+const faults: ArmedFault[] = [];
+const counts = new Map<FsOp, number>();
+let hook: FsHook | undefined;
+
+/** Makes a real-looking errno error, as Node itself would raise it. */
+export function makeFsError(code: FaultCode, op: FsOp, path: string): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(
+    `${code}: ${FAULT_MESSAGES[code]}, ${op} '${path}' (injected)`,
+  );
+  error.code = code;
+  error.syscall = op;
+  error.path = path;
+  return error;
+}
+
+/** Arms a fault; returns a function that disarms it. */
+export function injectFault(spec: FaultSpec): () => void {
+  const armed: ArmedFault = {
+    op: spec.op,
+    code: spec.code,
+    nth: spec.nth ?? 1,
+    times: spec.times ?? 1,
+    pathIncludes: spec.pathIncludes,
+    seen: 0,
+    fired: 0,
+  };
+  faults.push(armed);
+  return () => {
+    const i = faults.indexOf(armed);
+    if (i >= 0) faults.splice(i, 1);
+  };
+}
+
+/** Disarms every fault, removes the hook and resets the counters. */
+export function resetFsSeam(): void {
+  faults.length = 0;
+  counts.clear();
+  hook = undefined;
+}
+
+/** Installs (or with `undefined` removes) the hook run before each operation. */
+export function setFsHook(next: FsHook | undefined): void {
+  hook = next;
+}
+
+/** How many times each operation ran since the last reset (faulted calls included). */
+export function fsOpCounts(): Record<FsOp, number> {
+  const out = {} as Record<FsOp, number>;
+  for (const op of FS_OPS) out[op] = counts.get(op) ?? 0;
+  return out;
+}
+
+function faultFor(op: FsOp, path: string): NodeJS.ErrnoException | undefined {
+  counts.set(op, (counts.get(op) ?? 0) + 1);
+  for (const f of faults) {
+    if (f.op !== op) continue;
+    if (f.pathIncludes !== undefined && !path.includes(f.pathIncludes)) continue;
+    f.seen++;
+    if (f.seen >= f.nth && f.fired < f.times) {
+      f.fired++;
+      return makeFsError(f.code, op, path);
+    }
+  }
+  return undefined;
+}
+
+async function gate(op: FsOp, path: string): Promise<void> {
+  if (hook !== undefined) await hook(op, path);
+  const fault = faultFor(op, path);
+  if (fault !== undefined) throw fault;
+}
+
+function gateSync(op: FsOp, path: string): void {
+  const fault = faultFor(op, path);
+  if (fault !== undefined) throw fault;
+}
+
+/** An open file whose reads, writes, syncs and close all pass through the seam. */
+export class SeamFile {
+  private closed = false;
+
+  constructor(
+    readonly path: string,
+    private readonly handle: fsp.FileHandle,
+  ) {}
+
+  /** Reads up to `length` bytes at `position` into `buffer[offset…]`; returns bytes read. */
+  async read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
+    await gate('read', this.path);
+    const { bytesRead } = await this.handle.read(buffer, offset, length, position);
+    return bytesRead;
+  }
+
+  /** Writes every byte of `buffers` at the current end, in order, as one call where possible. */
+  async write(...buffers: Buffer[]): Promise<number> {
+    await gate('write', this.path);
+    let total = 0;
+    for (const b of buffers) total += b.length;
+    let written = (await this.handle.writev(buffers)).bytesWritten;
+    if (written < total) {
+      // Short writes are legal; finish the rest without re-entering the seam.
+      const rest = Buffer.concat(buffers).subarray(written);
+      let off = 0;
+      while (off < rest.length) {
+        const r = await this.handle.write(rest, off, rest.length - off);
+        off += r.bytesWritten;
+      }
+      written = total;
+    }
+    return written;
+  }
+
+  async sync(): Promise<void> {
+    await gate('sync', this.path);
+    await this.handle.sync();
+  }
+
+  async size(): Promise<number> {
+    await gate('stat', this.path);
+    return (await this.handle.stat()).size;
+  }
+
+  /**
+   * Closes the descriptor. Idempotent. An injected close fault still releases the descriptor,
+   * as a real failed close(2) does: no fd may leak through a test.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    let fault: unknown;
+    try {
+      await gate('close', this.path);
+    } catch (e) {
+      fault = e;
+    }
+    await this.handle.close();
+    if (fault !== undefined) throw fault;
+  }
+}
+
+/** The seam itself: the only way Spillway touches the file system. */
+export const fsSeam = {
+  async mkdir(path: string, options: { mode?: number; recursive?: boolean } = {}): Promise<void> {
+    await gate('mkdir', path);
+    await fsp.mkdir(path, { mode: options.mode ?? 0o700, recursive: options.recursive ?? false });
+  },
+
+  /** Opens a file. `flags` as in fs.open ('wx' = create exclusively, 'r' = read). */
+  async open(path: string, flags: string, mode = 0o600): Promise<SeamFile> {
+    await gate('open', path);
+    return new SeamFile(path, await fsp.open(path, flags, mode));
+  },
+
+  async unlink(path: string): Promise<void> {
+    await gate('unlink', path);
+    await fsp.unlink(path);
+  },
+
+  /** Removes a file or a whole tree; missing paths are fine. Never follows symlinks. */
+  async rm(path: string): Promise<void> {
+    await gate('rm', path);
+    await fse.remove(path);
+  },
+
+  async rename(from: string, to: string): Promise<void> {
+    await gate('rename', from);
+    await fsp.rename(from, to);
+  },
+
+  async stat(path: string): Promise<fs.Stats> {
+    await gate('stat', path);
+    return fsp.stat(path);
+  },
+
+  async lstat(path: string): Promise<fs.Stats> {
+    await gate('lstat', path);
+    return fsp.lstat(path);
+  },
+
+  async readdir(path: string): Promise<string[]> {
+    await gate('readdir', path);
+    return fsp.readdir(path);
+  },
+
+  async readFile(path: string): Promise<Buffer> {
+    await gate('readFile', path);
+    return fsp.readFile(path);
+  },
+
+  async writeFile(path: string, data: string | Buffer, mode = 0o600): Promise<void> {
+    await gate('writeFile', path);
+    await fsp.writeFile(path, data, { mode });
+  },
+
+  /** Synchronous removal for `process.on('exit')`, where nothing async may run. */
+  rmSync(path: string): void {
+    gateSync('rm', path);
+    fs.rmSync(path, { recursive: true, force: true });
+  },
+
+  readFileSync(path: string): Buffer {
+    gateSync('readFile', path);
+    return fs.readFileSync(path);
+  },
+};
