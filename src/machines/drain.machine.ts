@@ -1,0 +1,78 @@
+/** Stage 3 of recovery: drain the spilled bytes into the input channels. */
+import { assign, fromPromise, setup } from 'xstate';
+import type { DrainReport, Drainer } from '../services/drainer.ts';
+import type { FetchedChannelState } from '../services/fetched-state.ts';
+import { addSuppressed, toError } from '../services/errors.ts';
+import type { TaskRef } from './events.ts';
+import type { TaskServices } from './task-services.ts';
+
+export interface DrainInput {
+  services: TaskServices;
+  parent: TaskRef;
+  state: FetchedChannelState;
+  drainer: Drainer;
+}
+
+/**
+ * Runs on the channel-IO executor (a shut-down executor rejects it: row D1). Releases the
+ * hand-off grant exactly once as it starts, drains, and closes the drainer on every path; a
+ * cancelled drain stops at its next buffer and the state's fence turns reads into AbortedError.
+ */
+export const drainChannels = fromPromise<DrainReport, DrainInput>(async ({ input, signal }) => {
+  const { services, drainer, parent } = input;
+  const onAbort = () => drainer.stop();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await services.hooks.beforeStage?.('drain', services);
+    return await services.executor.submit('drain', async () => {
+      let report: DrainReport;
+      try {
+        await input.state.release(); // the hand-off grant
+        await services.hooks.beforeDrain?.(drainer);
+        report = await drainer.drain();
+      } catch (error) {
+        await drainer.close().catch((e) => addSuppressed(toError(error), e));
+        throw error;
+      }
+      await drainer.close();
+      if (!signal.aborted) parent.send({ type: 'SPILL.RELEASED', resource: 'drainer' });
+      return report;
+    });
+  } catch (error) {
+    if (signal.aborted) services.lateErrors.push(toError(error));
+    throw error;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+});
+
+export const drainMachine = setup({
+  types: {} as {
+    input: DrainInput;
+    context: DrainInput & { report?: DrainReport };
+    output: DrainReport;
+  },
+  actors: { drainChannels },
+}).createMachine({
+  id: 'drain',
+  description: 'Stage 3: spill files → channels, on the channel-IO executor.',
+  context: ({ input }) => input,
+  initial: 'draining',
+  states: {
+    draining: {
+      description:
+        'Delivers every segment in buffer-sized chunks, then finishes every channel once; checkpoints cut it exactly (G6).',
+      invoke: {
+        id: 'drainChannels',
+        src: 'drainChannels',
+        input: ({ context }) => context,
+        onDone: { target: 'drained', actions: assign({ report: ({ event }) => event.output }) },
+      },
+    },
+    drained: {
+      description: 'Every channel finished; the drainer is closed and its grant returned.',
+      type: 'final',
+    },
+  },
+  output: ({ context }) => context.report!,
+});

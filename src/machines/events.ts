@@ -1,0 +1,123 @@
+/**
+ * The typed events that move ownership of spill resources between actors (G2). A reader of the
+ * event log can follow every hand-off without the code: who acquired what, who holds it now,
+ * and who let it go.
+ */
+import type { ActorRef, Snapshot } from 'xstate';
+import type { Closeable } from '../services/registry.ts';
+import type { FetchedChannelState } from '../services/fetched-state.ts';
+import type { Drainer } from '../services/drainer.ts';
+import type { SpillReader } from '../services/spill-reader.ts';
+
+/** The actors that can own a resource. `task` means the task's registry holds it. */
+export type OwnerId = 'fetch' | 'gap' | 'drain' | 'task' | `checkpoint-${number}`;
+
+/** The resources whose ownership is tracked: one entry per live resource. */
+export type ResourceId = 'taskDir' | 'fetchedState' | 'drainer' | `snapshot-${number}`;
+
+/** A stage took a resource; from this instant the task's registry is its backstop. */
+export interface OwnedEvent {
+  type: 'SPILL.OWNED';
+  resource: ResourceId;
+  owner: OwnerId;
+  /** Closing it releases the resource (discard files, force-close, release a grant). */
+  closeable: Closeable;
+  /** Human-readable: a path, a grant count. */
+  detail: string;
+}
+
+/** The fetch stage sealed its files: the fetched state replaces the raw task dir. */
+export interface FetchHandoffEvent {
+  type: 'FETCH.HANDOFF';
+  state: FetchedChannelState;
+  spillFiles: number;
+  spilledBytes: number;
+}
+
+/** The gap stage built the drainer (it holds a grant through its main reader). */
+export interface DrainerReadyEvent {
+  type: 'DRAINER.READY';
+  drainer: Drainer;
+}
+
+/** The drainer is installed as the checkpoint trigger: checkpoints now cut the spill state. */
+export interface TriggerInstalledEvent {
+  type: 'TRIGGER.INSTALLED';
+}
+
+/** A checkpoint writer took the snapshot reader of checkpoint `id`. */
+export interface SnapshotOwnedEvent {
+  type: 'SNAPSHOT.OWNED';
+  checkpointId: number;
+  reader: SpillReader;
+}
+
+/** A resource was closed by its owner on the normal path: it leaves the ownership map. */
+export interface ReleasedEvent {
+  type: 'SPILL.RELEASED';
+  resource: ResourceId;
+}
+
+/** Result of a checkpoint taken during recovery. */
+export interface CheckpointResult {
+  checkpointId: number;
+  /** The SPWC file holding the undelivered remainder, or undefined if nothing remained. */
+  file: string | undefined;
+  /** Remainder bytes per channel, in checkpoint order. */
+  channels: { gate: number; channel: number; bytes: number }[];
+}
+
+/** How the caller of `checkpoint(id)` is answered. */
+export interface CheckpointReply {
+  resolve(result: CheckpointResult): void;
+  reject(error: Error): void;
+}
+
+/** Take a checkpoint during recovery (Flink: `snapshotAndInsertBarriers` at checkpoint start). */
+export interface CheckpointEvent {
+  type: 'CHECKPOINT';
+  checkpointId: number;
+  out: string;
+  reply: CheckpointReply;
+}
+
+/** Cancel the task: every resource is closed, `done` rejects with a CancelledError. */
+export interface CancelEvent {
+  type: 'CANCEL';
+  reason?: string;
+}
+
+/** Fail the task from outside with this cause. */
+export interface FailEvent {
+  type: 'FAIL';
+  error: Error;
+}
+
+/** End a recovered task normally. */
+export interface FinishEvent {
+  type: 'FINISH';
+}
+
+/** Everything a task machine accepts from its children and its owner. */
+export type TaskEvent =
+  | OwnedEvent
+  | FetchHandoffEvent
+  | DrainerReadyEvent
+  | TriggerInstalledEvent
+  | SnapshotOwnedEvent
+  | ReleasedEvent
+  | CheckpointEvent
+  | CancelEvent
+  | FailEvent
+  | FinishEvent;
+
+/**
+ * What a child holds to hand resources to the task: a typed ref, so sending an event the task
+ * does not know fails `tsc` (unlike `sendParent`).
+ */
+export type TaskRef = ActorRef<Snapshot<unknown>, TaskEvent>;
+
+/** The events the registry actor takes from the task. */
+export type RegistryEvent =
+  | { type: 'own'; resource: ResourceId; closeable: Closeable }
+  | { type: 'disown'; resource: ResourceId };

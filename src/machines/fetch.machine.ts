@@ -1,0 +1,101 @@
+/** Stage 1 of recovery: stream the checkpoint into spill files and hand the sealed state on. */
+import { assign, fromPromise, setup } from 'xstate';
+import { fetchToSpill } from '../services/fetch-stage.ts';
+import { AbortedError, toError } from '../services/errors.ts';
+import type { TaskRef } from './events.ts';
+import type { TaskServices } from './task-services.ts';
+
+export interface FetchInput {
+  services: TaskServices;
+  parent: TaskRef;
+}
+
+export interface FetchOutput {
+  spillFiles: number;
+  spilledBytes: number;
+  payloadBytes: number;
+  entries: number;
+}
+
+/**
+ * Runs on the channel-IO executor. Hands the task dir to the task the instant the writer
+ * acquires it (before the first file), and the sealed state the instant it exists: a promise
+ * actor's result is dropped after stop, so nothing may wait for the stage's output.
+ */
+export const spillCheckpoint = fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
+  const { services, parent } = input;
+  try {
+    await services.hooks.beforeStage?.('fetch', services);
+    const taskDir = await services.taskDir();
+    const result = await services.executor.submit('fetch', () =>
+      fetchToSpill({
+        checkpoint: services.checkpoint,
+        taskDir,
+        limits: services.limits,
+        signal,
+        onTaskDirAcquired: (writer) => {
+          // Aborted: the writer's own flag is set too, so it will not create the dir.
+          if (signal.aborted) return;
+          parent.send({
+            type: 'SPILL.OWNED',
+            resource: 'taskDir',
+            owner: 'fetch',
+            closeable: { close: () => writer.discardSpilledFiles() },
+            detail: taskDir,
+          });
+        },
+      }),
+    );
+    if (signal.aborted) {
+      // The task ended while the state was being sealed: nobody can take it, so close it here.
+      await result.state.close();
+      throw new AbortedError('fetch finished after its task ended; state discarded');
+    }
+    parent.send({
+      type: 'FETCH.HANDOFF',
+      state: result.state,
+      spillFiles: result.spillFiles,
+      spilledBytes: result.spilledBytes,
+    });
+    const { state: _handedOff, ...output } = result;
+    return output;
+  } catch (error) {
+    if (signal.aborted) services.lateErrors.push(toError(error));
+    throw error;
+  }
+});
+
+export const fetchMachine = setup({
+  types: {} as {
+    input: FetchInput;
+    context: FetchInput & { output?: FetchOutput };
+    output: FetchOutput;
+  },
+  actors: { spillCheckpoint },
+}).createMachine({
+  id: 'fetch',
+  description: 'Stage 1: checkpoint → spill files, on the channel-IO executor.',
+  context: ({ input }) => input,
+  initial: 'spilling',
+  states: {
+    spilling: {
+      description:
+        'Reads the checkpoint and spills it. The task dir is handed to the task before it exists; a failure discards it here (rows F1–F4).',
+      invoke: {
+        id: 'spill',
+        src: 'spillCheckpoint',
+        input: ({ context }) => ({ services: context.services, parent: context.parent }),
+        onDone: {
+          target: 'handedOff',
+          actions: assign({ output: ({ event }) => event.output }),
+        },
+        // No onError: the failure propagates to the task as xstate.error.actor.fetch.
+      },
+    },
+    handedOff: {
+      description: 'The fetched state was sent to the task (FETCH.HANDOFF).',
+      type: 'final',
+    },
+  },
+  output: ({ context }) => context.output!,
+});

@@ -1,0 +1,113 @@
+/** Stage 2 of recovery: the mailbox steps between fetch and drain. */
+import { assign, fromPromise, setup } from 'xstate';
+import { Drainer, type ChannelConsumer } from '../services/drainer.ts';
+import { channelKey, type FetchedChannelState } from '../services/fetched-state.ts';
+import { AbortedError, toError } from '../services/errors.ts';
+import type { TaskRef } from './events.ts';
+import type { TaskServices } from './task-services.ts';
+
+export interface GapInput {
+  services: TaskServices;
+  parent: TaskRef;
+  state: FetchedChannelState;
+}
+
+interface GapContext extends GapInput {
+  consumers?: ReadonlyMap<string, ChannelConsumer>;
+}
+
+/**
+ * Runs one gap step as a mail. A closed mailbox rejects it (row G2); a closing one drops it and
+ * its promise never settles (row G3): the task's registry already owns the state, so nothing
+ * here has to be cleaned up by this actor.
+ */
+function mail<T>(services: TaskServices, name: string, signal: AbortSignal, body: () => T) {
+  return services.mailbox
+    .execute(name, () => {
+      if (signal.aborted) throw new AbortedError(`${name}: gap stage already stopped`);
+      return body();
+    })
+    .catch((error: unknown) => {
+      if (signal.aborted) services.lateErrors.push(toError(error));
+      throw error;
+    });
+}
+
+export const requestPartitions = fromPromise<ReadonlyMap<string, ChannelConsumer>, GapInput>(
+  async ({ input, signal }) => {
+    await input.services.hooks.beforeStage?.('gap', input.services);
+    return mail(input.services, 'requestPartitions', signal, () => {
+      const consumers = new Map<string, ChannelConsumer>();
+      for (const info of input.state.channels) {
+        consumers.set(channelKey(info), input.services.channels(info));
+      }
+      return consumers;
+    });
+  },
+);
+
+export const buildDrainer = fromPromise<
+  void,
+  GapInput & { consumers: ReadonlyMap<string, ChannelConsumer> }
+>(({ input, signal }) =>
+  mail(input.services, 'buildDrainer', signal, () => {
+    const drainer = new Drainer(input.state, input.consumers, input.services.limits);
+    // Hand-off at acquisition, in the same synchronous step that opened the main reader.
+    input.parent.send({ type: 'DRAINER.READY', drainer });
+    input.services.hooks.afterDrainerBuilt?.(drainer);
+  }),
+);
+
+export const installTrigger = fromPromise<void, GapInput>(({ input, signal }) =>
+  mail(input.services, 'installTrigger', signal, () => {
+    input.parent.send({ type: 'TRIGGER.INSTALLED' });
+  }),
+);
+
+export const gapMachine = setup({
+  types: {} as { input: GapInput; context: GapContext },
+  actors: { requestPartitions, buildDrainer, installTrigger },
+}).createMachine({
+  id: 'gap',
+  description: 'Stage 2: mailbox mails that turn the fetched state into a live drainer.',
+  context: ({ input }) => input,
+  initial: 'requestingPartitions',
+  states: {
+    requestingPartitions: {
+      description:
+        'Mail: ask the owner for one consumer per channel. A closed mailbox rejects it (G2), a closing one drops it (G3).',
+      invoke: {
+        id: 'requestPartitions',
+        src: 'requestPartitions',
+        input: ({ context }) => context,
+        onDone: {
+          target: 'buildingDrainer',
+          actions: assign({ consumers: ({ event }) => event.output }),
+        },
+      },
+    },
+    buildingDrainer: {
+      description:
+        'Mail: build the drainer (its main reader takes a grant) and hand it to the task (G4).',
+      invoke: {
+        id: 'buildDrainer',
+        src: 'buildDrainer',
+        input: ({ context }) => ({ ...context, consumers: context.consumers! }),
+        onDone: 'installingTrigger',
+      },
+    },
+    installingTrigger: {
+      description: 'Mail: make the drainer the checkpoint trigger (G5 if rejected or dropped).',
+      invoke: {
+        id: 'installTrigger',
+        src: 'installTrigger',
+        input: ({ context }) => context,
+        onDone: 'ready',
+      },
+    },
+    ready: {
+      description: 'The drainer is installed; drain may start.',
+      type: 'final',
+    },
+  },
+});

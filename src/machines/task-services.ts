@@ -1,0 +1,47 @@
+/**
+ * What one task's actors share: the services a Flink StreamTask would own (mailbox, channel-IO
+ * executor, the resourceCloser registry) plus the task's inputs. Built by `recoverChannelState`.
+ */
+import type { CloseableRegistry } from '../services/registry.ts';
+import type { Mailbox } from '../services/mailbox.ts';
+import type { SerialExecutor } from '../services/executor.ts';
+import type { ChannelInfo } from '../services/fetched-state.ts';
+import type { ChannelConsumer, Drainer } from '../services/drainer.ts';
+import type { SpillLimits } from '../services/fetch-stage.ts';
+
+export type StageName = 'fetch' | 'gap' | 'drain';
+
+/**
+ * Fault and timing hooks for tests and the demo's fault injection. Each runs inside a stage
+ * actor, so whatever it throws arrives as that stage's failure, never inside the task machine.
+ */
+export interface TaskHooks {
+  /** Runs as a stage starts, before its first mail or job is submitted. */
+  beforeStage?(stage: StageName, services: TaskServices): void | Promise<void>;
+  /** Runs in the build-drainer mail right after the drainer exists (row G4 throws here). */
+  afterDrainerBuilt?(drainer: Drainer): void;
+  /** Runs in the drain job right before draining starts. */
+  beforeDrain?(drainer: Drainer): void | Promise<void>;
+}
+
+export interface TaskServices {
+  readonly taskId: string;
+  readonly checkpoint: string;
+  /** Resolves to this task's dir path (not created) once the spill root is open. */
+  readonly taskDir: () => Promise<string>;
+  readonly limits: SpillLimits;
+  readonly channels: (info: ChannelInfo) => ChannelConsumer;
+  /** The task's resourceCloser: the backstop for every resource handed over. */
+  readonly registry: CloseableRegistry;
+  readonly mailbox: Mailbox;
+  readonly executor: SerialExecutor;
+  readonly hooks: TaskHooks;
+  /**
+   * Errors a stage raised after its actor was stopped. XState drops a stopped promise actor's
+   * rejection; these are consequences of the ending and are attached to the result as
+   * suppressed, never lost and never the cause (G5).
+   */
+  readonly lateErrors: Error[];
+  /** Starts closing the registry (idempotent): the resourceCloser. */
+  readonly closeResources: () => Promise<void>;
+}

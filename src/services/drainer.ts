@@ -1,0 +1,172 @@
+/**
+ * Feeds spilled segments to the input channels in buffer-sized chunks, and cuts checkpoints
+ * taken during recovery exactly between delivered bytes and the remainder. Flink's
+ * `FetchedChannelStateDrainer` (docs §3.4, §5).
+ */
+import { AbortedError, MisuseError } from './errors.ts';
+import { channelKey, type ChannelInfo, type FetchedChannelState } from './fetched-state.ts';
+import { SpillReader } from './spill-reader.ts';
+
+export const DEFAULT_BUFFER_BYTES = 32 * 1024;
+
+/** The consumer of one input channel's recovered bytes. */
+export interface ChannelConsumer {
+  /** Takes ownership of `buffer`, even when it throws. May return a promise (backpressure). */
+  onBuffer(buffer: Buffer): void | Promise<void>;
+  /** No more recovered bytes for this channel. Called exactly once, after every delivery. */
+  onFinished(): void | Promise<void>;
+  /**
+   * A checkpoint barrier: everything delivered before it belongs to the checkpoint's in-flight
+   * part, everything after it is in the snapshot remainder. Must not block.
+   */
+  onBarrier?(checkpointId: number): void;
+}
+
+export type DrainerPhase = 'ready' | 'draining' | 'drained' | 'fully-consumed';
+
+export interface DrainReport {
+  bytes: number;
+  buffers: number;
+  segments: number;
+  channels: number;
+}
+
+/**
+ * Demuxes segments to channel consumers.
+ *
+ * Delivering a buffer and committing the reader position happen in one synchronous step, and
+ * {@link Drainer.snapshotAndInsertBarriers} is synchronous too: JavaScript cannot interleave
+ * inside either, so every byte lands exactly once on one side of a barrier (G6) without a lock.
+ *
+ * @example
+ * ```ts
+ * const drainer = new Drainer(state, consumers);   // opens the main reader (one grant)
+ * await drainer.drain();                           // delivers, then finishes every channel
+ * await drainer.close();                           // releases the main reader's grant
+ * ```
+ */
+export class Drainer {
+  private readonly reader: SpillReader;
+  private readonly consumers = new Map<string, ChannelConsumer>();
+  private readonly inRecovery = new Set<string>();
+  private readonly bufferBytes: number;
+  private phaseNow: DrainerPhase = 'ready';
+  private closing: Promise<void> | undefined;
+  private readonly abort = new AbortController();
+
+  /**
+   * @param consumers one consumer per channel of `state.channels` (a missing one is an error
+   *   now, not mid-drain)
+   */
+  constructor(
+    readonly state: FetchedChannelState,
+    consumers: ReadonlyMap<string, ChannelConsumer>,
+    options: { bufferBytes?: number; readChunkBytes?: number } = {},
+  ) {
+    this.bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES;
+    if (this.bufferBytes < 1) throw new RangeError('bufferBytes must be ≥ 1');
+    for (const info of state.channels) {
+      const key = channelKey(info);
+      const consumer = consumers.get(key);
+      if (consumer === undefined) throw new MisuseError(`no consumer for input channel ${key}`);
+      this.consumers.set(key, consumer);
+      this.inRecovery.add(key);
+    }
+    this.reader = SpillReader.open(state, options.readChunkBytes);
+  }
+
+  get phase(): DrainerPhase {
+    return this.phaseNow;
+  }
+
+  /**
+   * Delivers every segment, then finishes every channel once. Rejects with the first failure
+   * (a consumer throwing, a truncated or corrupt spill file); after {@link close} or
+   * {@link stop} it rejects with `AbortedError`.
+   */
+  async drain(): Promise<DrainReport> {
+    if (this.phaseNow !== 'ready') throw new MisuseError(`drain() in phase ${this.phaseNow}`);
+    this.phaseNow = 'draining';
+    const report: DrainReport = { bytes: 0, buffers: 0, segments: 0, channels: 0 };
+    const signal = this.abort.signal;
+    for (;;) {
+      if (signal.aborted) throw new AbortedError('drain stopped');
+      const segment = await this.reader.nextSegment();
+      if (segment === null) break;
+      report.segments++;
+      const key = channelKey(segment);
+      const consumer = this.consumers.get(key);
+      if (consumer === undefined) {
+        throw new MisuseError(`spill segment for unknown input channel ${key}`);
+      }
+      while (segment.remaining > 0) {
+        if (signal.aborted) throw new AbortedError('drain stopped');
+        const want = Math.min(this.bufferBytes, segment.remaining);
+        let chunk = await segment.read(want);
+        if (chunk !== null && chunk.length < want) chunk = await this.gather(segment, chunk, want);
+        if (chunk === null) break;
+        // Critical section (docs §5 rule 1): hand over and commit with no await between, so a
+        // snapshot sees the buffer either delivered and committed, or neither.
+        const pending = consumer.onBuffer(chunk);
+        segment.commit();
+        report.bytes += chunk.length;
+        report.buffers++;
+        if (pending !== undefined) await pending;
+      }
+    }
+    // DRAINED before any channel is finished, so a concurrent snapshot never derives from a
+    // reader that is about to be closed (docs §5 rule 4).
+    this.phaseNow = 'drained';
+    for (const [key, consumer] of this.consumers) {
+      this.inRecovery.delete(key);
+      await consumer.onFinished();
+      report.channels++;
+    }
+    this.phaseNow = 'fully-consumed';
+    return report;
+  }
+
+  /**
+   * Atomically captures the undelivered remainder as a reader and sends a barrier to every
+   * channel still in recovery. The returned reader holds its own grant: whoever receives it
+   * owns it and must close it. Synchronous on purpose (see the class doc).
+   */
+  snapshotAndInsertBarriers(checkpointId: number): SpillReader {
+    if (this.phaseNow === 'fully-consumed') return SpillReader.empty();
+    for (const key of this.inRecovery) this.consumers.get(key)!.onBarrier?.(checkpointId);
+    if (this.phaseNow === 'drained' || this.reader.isClosed || this.state.isClosed) {
+      return SpillReader.empty();
+    }
+    return this.reader.snapshot().reader();
+  }
+
+  /** Makes a running drain stop at its next buffer with `AbortedError`. */
+  stop(): void {
+    this.abort.abort();
+  }
+
+  /** Stops the drain and closes the main reader (releasing its grant). Idempotent. */
+  close(): Promise<void> {
+    this.stop();
+    this.closing ??= this.reader.close();
+    return this.closing;
+  }
+
+  /** Completes a short read into one buffer of `want` bytes (a read-chunk boundary). */
+  private async gather(
+    segment: { read(max: number): Promise<Buffer | null> },
+    first: Buffer,
+    want: number,
+  ): Promise<Buffer> {
+    const out = Buffer.allocUnsafe(want);
+    first.copy(out, 0);
+    let filled = first.length;
+    while (filled < want) {
+      const more = await segment.read(want - filled);
+      if (more === null) break;
+      more.copy(out, filled);
+      filled += more.length;
+    }
+    return out.subarray(0, filled);
+  }
+}

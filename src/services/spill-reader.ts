@@ -1,0 +1,402 @@
+/**
+ * Forward-only reader over a task's spill files, with a committed position that snapshots
+ * resume from. Flink's `FetchedChannelStateReaderImpl` + `FetchedChannelStateSnapshot`
+ * (docs §3.3), reading in large chunks and verifying each segment's CRC-32.
+ */
+import { crc32 } from 'node:zlib';
+import { fsSeam, type SeamFile } from './fs.ts';
+import {
+  AbortedError,
+  MisuseError,
+  SpillCorruptError,
+  SpillEOFError,
+  addSuppressed,
+} from './errors.ts';
+import type { FetchedChannelState } from './fetched-state.ts';
+import { SEGMENT_HEADER_BYTES } from './spill-writer.ts';
+
+export const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * A place in the spill files. `channel === -1` ⇔ the offset sits on a segment header ⇔
+ * `remaining === 0`. Mid-body positions carry the CRC of the body read so far and the
+ * expected CRC, so a resumed reader still verifies the segment it finishes.
+ */
+export interface SpillPosition {
+  readonly fileIndex: number;
+  readonly offset: number;
+  readonly gate: number;
+  readonly channel: number;
+  readonly remaining: number;
+  readonly crcSoFar: number;
+  readonly expectedCrc: number;
+}
+
+/** The beginning of the spill files: nothing delivered yet. */
+export const START_POSITION: SpillPosition = Object.freeze({
+  fileIndex: 0,
+  offset: 0,
+  gate: -1,
+  channel: -1,
+  remaining: 0,
+  crcSoFar: 0,
+  expectedCrc: 0,
+});
+
+function checkPosition(p: SpillPosition): void {
+  if ((p.channel === -1) !== (p.remaining === 0)) {
+    throw new MisuseError(`invalid spill position: channel ${p.channel}, remaining ${p.remaining}`);
+  }
+}
+
+/**
+ * An immutable resume point holding exactly one grant on the state. One-shot: `reader()` may
+ * be called once and transfers the grant; `close()` releases it only if no reader was opened.
+ */
+export class SpillSnapshot {
+  private opened = false;
+  private closed = false;
+
+  constructor(
+    private readonly state: FetchedChannelState | undefined,
+    readonly position: SpillPosition,
+    private readonly readChunkBytes: number,
+  ) {}
+
+  /** Opens the one reader of this snapshot; it inherits the snapshot's grant. */
+  reader(): SpillReader {
+    if (this.opened) throw new MisuseError('snapshot reader already opened');
+    if (this.closed) throw new MisuseError('snapshot already closed');
+    this.opened = true;
+    return new SpillReader(this.state, this.position, this.readChunkBytes);
+  }
+
+  /** Releases the grant if no reader was opened; otherwise a no-op (row S3). */
+  async close(): Promise<void> {
+    if (this.opened || this.closed) return;
+    this.closed = true;
+    await this.state?.release();
+  }
+}
+
+/**
+ * One run of bytes of one channel. `read()` yields at most `remaining` bytes, never crossing
+ * into the next segment or file; `commit()` publishes "everything read so far is delivered".
+ */
+export interface SpillSegment {
+  readonly gate: number;
+  readonly channel: number;
+  /** Deliverable bytes of this segment from where it was handed out. */
+  readonly length: number;
+  /** Bytes not read yet. */
+  readonly remaining: number;
+  /**
+   * Up to `max` next body bytes (never more than one read chunk), or null at the end of the
+   * body. The returned buffer is the caller's: the reader never writes into it again.
+   */
+  read(max: number): Promise<Buffer | null>;
+  /** Marks everything read so far as delivered: snapshots now start after it. */
+  commit(): void;
+}
+
+/**
+ * Reads spill files forward. Opens files lazily, one at a time, with large reads (1 MiB by
+ * default: ~10× faster than 32 KiB async reads here). Every read runs fenced through the
+ * state, so after a forced close it fails with `AbortedError`, never a raw ENOENT (G4).
+ *
+ * @example
+ * ```ts
+ * const reader = SpillReader.open(state);          // takes a grant
+ * for (let s; (s = await reader.nextSegment()); ) {
+ *   for (let b; (b = await s.read(32 * 1024)); ) deliver(s, b), s.commit();
+ * }
+ * await reader.close();                            // releases it
+ * ```
+ */
+export class SpillReader {
+  /** Opens a reader from the start of the state's files, taking one grant. */
+  static open(state: FetchedChannelState, readChunkBytes = DEFAULT_READ_CHUNK_BYTES): SpillReader {
+    if (state.isClosed) throw new AbortedError('cannot read: spill state was closed');
+    state.acquire();
+    return new SpillReader(state, START_POSITION, readChunkBytes);
+  }
+
+  /** A reader with nothing to read; every call returns a new instance. */
+  static empty(): SpillReader {
+    return new SpillReader(undefined, START_POSITION, DEFAULT_READ_CHUNK_BYTES);
+  }
+
+  private readonly files: readonly string[];
+  private live: MutablePosition;
+  private committed: SpillPosition;
+  private file: SeamFile | undefined;
+  private openIndex = -1;
+  private fileSize = 0;
+  private buf: Buffer = Buffer.alloc(0);
+  private bufStart = 0;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  private segmentSerial = 0;
+  /** True until the first nextSegment(): a mid-body resume hands out the remainder first. */
+  private first = true;
+
+  /** @internal use {@link SpillReader.open} or {@link SpillSnapshot.reader}. */
+  constructor(
+    private readonly state: FetchedChannelState | undefined,
+    position: SpillPosition,
+    private readonly readChunkBytes: number,
+  ) {
+    checkPosition(position);
+    this.files = state?.files ?? [];
+    this.live = { ...position };
+    this.committed = position;
+  }
+
+  /** The committed (delivered) boundary. */
+  get committedPosition(): SpillPosition {
+    return this.committed;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * The next segment, or null when every file is read. The previous segment's body must have
+   * been consumed (the first call is exempt).
+   */
+  async nextSegment(): Promise<SpillSegment | null> {
+    this.checkUsable();
+    if (this.first) {
+      this.first = false;
+      if (this.live.channel !== -1) return this.handOut();
+    } else if (this.live.remaining > 0) {
+      throw new MisuseError('nextSegment() before the previous body was fully consumed');
+    }
+    if (!(await this.ensureHeaderFile())) return null;
+    const { fileIndex, offset } = this.live;
+    const header = await this.bytesAt(offset, SEGMENT_HEADER_BYTES);
+    if (header.length < SEGMENT_HEADER_BYTES) {
+      throw new SpillEOFError(
+        `${this.files[fileIndex]}: truncated segment header at byte ${offset} ` +
+          `(${header.length} of ${SEGMENT_HEADER_BYTES} bytes)`,
+      );
+    }
+    const gate = header.readInt32BE(0);
+    const channel = header.readInt32BE(4);
+    const length = header.readInt32BE(8);
+    const expectedCrc = header.readUInt32BE(12);
+    if (gate < 0 || channel < 0 || length <= 0) {
+      throw new SpillCorruptError(
+        `${this.files[fileIndex]}: impossible segment header at byte ${offset} ` +
+          `(gate ${gate}, channel ${channel}, length ${length})`,
+      );
+    }
+    this.live = {
+      fileIndex,
+      offset: offset + SEGMENT_HEADER_BYTES,
+      gate,
+      channel,
+      remaining: length,
+      crcSoFar: 0,
+      expectedCrc,
+    };
+    return this.handOut();
+  }
+
+  /** A snapshot at the committed boundary, holding its own grant (docs §3.3). */
+  snapshot(): SpillSnapshot {
+    if (this.closed) throw new MisuseError('snapshot() on a closed reader');
+    if (this.state === undefined) return new SpillSnapshot(undefined, START_POSITION, 0);
+    if (this.state.isClosed) throw new AbortedError('snapshot(): spill state was closed');
+    this.state.acquire();
+    return new SpillSnapshot(this.state, this.committed, this.readChunkBytes);
+  }
+
+  /**
+   * Closes the file and releases the grant exactly once, even if closing the file fails
+   * (that error is then thrown with nothing lost). Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      const file = this.file;
+      this.file = undefined;
+      this.buf = Buffer.alloc(0);
+      let fileError: unknown;
+      if (file !== undefined) await file.close().catch((e) => (fileError = e));
+      try {
+        await this.state?.release();
+      } catch (e) {
+        if (fileError !== undefined) addSuppressed(fileError as Error, e);
+        else throw e;
+      }
+      if (fileError !== undefined) throw fileError;
+    })();
+    return this.closing;
+  }
+
+  private checkUsable(): void {
+    if (this.closed) throw new AbortedError('spill reader is closed');
+    if (this.state?.isClosed) throw new AbortedError('spill state was closed');
+  }
+
+  private handOut(): SpillSegment {
+    const serial = ++this.segmentSerial;
+    const reader = this;
+    const length = this.live.remaining;
+    const stale = () => {
+      if (serial !== reader.segmentSerial) throw new MisuseError('segment is no longer current');
+    };
+    return {
+      gate: this.live.gate,
+      channel: this.live.channel,
+      length,
+      get remaining() {
+        return serial === reader.segmentSerial ? reader.live.remaining : 0;
+      },
+      read: async (max: number) => {
+        stale();
+        return reader.readBody(max);
+      },
+      commit: () => {
+        stale();
+        reader.committed = { ...reader.live };
+      },
+    };
+  }
+
+  private async readBody(max: number): Promise<Buffer | null> {
+    this.checkUsable();
+    const live = this.live;
+    if (live.remaining === 0) return null;
+    const want = Math.min(max, live.remaining);
+    await this.ensureFile(live.fileIndex);
+    const bytes = await this.bytesAt(live.offset, want);
+    if (bytes.length === 0) {
+      const seg = this.segmentStart();
+      throw new SpillEOFError(
+        `${this.files[live.fileIndex]}: segment body at byte ${seg} ended early ` +
+          `(file has ${this.fileSize} bytes, ${live.remaining} body bytes missing)`,
+      );
+    }
+    live.offset += bytes.length;
+    live.remaining -= bytes.length;
+    live.crcSoFar = crc32(bytes, live.crcSoFar);
+    if (live.remaining === 0) {
+      if (live.crcSoFar !== live.expectedCrc) {
+        throw new SpillCorruptError(
+          `${this.files[live.fileIndex]}: segment ending at byte ${live.offset} fails its CRC ` +
+            `(expected ${hex(live.expectedCrc)}, got ${hex(live.crcSoFar)})`,
+        );
+      }
+      live.gate = -1;
+      live.channel = -1;
+      live.crcSoFar = 0;
+      live.expectedCrc = 0;
+    }
+    return bytes;
+  }
+
+  private segmentStart(): number {
+    return this.live.offset - SEGMENT_HEADER_BYTES;
+  }
+
+  /**
+   * Makes sure the live position is on a readable header: rolls to the next file at the end of
+   * one (files are never empty, so at most one roll). Returns false at the end of all files.
+   */
+  private async ensureHeaderFile(): Promise<boolean> {
+    const live = this.live;
+    if (live.fileIndex >= this.files.length) return false;
+    await this.ensureFile(live.fileIndex);
+    if (live.offset < this.fileSize) return true;
+    const next = live.fileIndex + 1;
+    if (next >= this.files.length) return false;
+    live.fileIndex = next;
+    live.offset = 0;
+    await this.ensureFile(next);
+    if (this.fileSize === 0) {
+      throw new SpillCorruptError(`${this.files[next]}: spill file is empty (files never are)`);
+    }
+    return true;
+  }
+
+  /** Opens file `index` (closing the previous one) if it is not the open one. Lazy. */
+  private async ensureFile(index: number): Promise<void> {
+    if (this.openIndex === index && this.file !== undefined) return;
+    const previous = this.file;
+    this.file = undefined;
+    this.buf = Buffer.alloc(0);
+    if (previous !== undefined) await previous.close();
+    const path = this.files[index];
+    if (path === undefined) throw new SpillEOFError(`no spill file #${index}`);
+    const state = this.state!;
+    const file = await state.track(`open ${path}`, () => fsSeam.open(path, 'r'));
+    if (this.closed || state.isClosed) {
+      await file.close().catch(() => undefined);
+      throw new AbortedError(`open ${path}: spill state was closed`);
+    }
+    this.file = file;
+    this.openIndex = index;
+    try {
+      this.fileSize = await state.track(`stat ${path}`, () => file.size());
+    } catch (e) {
+      this.file = undefined;
+      await file.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /**
+   * Up to `length` bytes at `offset` of the open file, from the read buffer when it has them,
+   * else from one large read. Fewer bytes only at the end of the file.
+   */
+  private async bytesAt(offset: number, length: number): Promise<Buffer> {
+    let start = offset - this.bufStart;
+    if (start < 0 || start >= this.buf.length || this.buf.length - start < Math.min(length, 1)) {
+      await this.fill(offset, length);
+      start = 0;
+    } else if (this.buf.length - start < length && this.buf.length - start < SEGMENT_HEADER_BYTES) {
+      // A header straddles the end of the buffer: refill from the header's start.
+      await this.fill(offset, length);
+      start = 0;
+    }
+    const n = Math.min(length, this.buf.length - start);
+    return this.buf.subarray(start, start + n);
+  }
+
+  private async fill(offset: number, atLeast: number): Promise<void> {
+    const file = this.file!;
+    const size = Math.min(
+      Math.max(this.readChunkBytes, atLeast),
+      Math.max(0, this.fileSize - offset),
+    );
+    // A fresh buffer per fill: the slices handed to consumers are theirs to keep.
+    const buf = Buffer.allocUnsafe(size);
+    let got = 0;
+    while (got < size) {
+      const n = await this.state!.track(`read ${file.path}`, () =>
+        file.read(buf, got, size - got, offset + got),
+      );
+      if (n === 0) break;
+      got += n;
+    }
+    this.buf = buf.subarray(0, got);
+    this.bufStart = offset;
+  }
+}
+
+interface MutablePosition {
+  fileIndex: number;
+  offset: number;
+  gate: number;
+  channel: number;
+  remaining: number;
+  crcSoFar: number;
+  expectedCrc: number;
+}
+
+function hex(n: number): string {
+  return `0x${n.toString(16).padStart(8, '0')}`;
+}

@@ -1,0 +1,274 @@
+/**
+ * The spilling handler: turns a stream of (channel, bytes) into CRC-checked segments in
+ * rotating `spill-segment-<N>.bin` files inside one exclusive task dir, then seals them into a
+ * {@link FetchedChannelState}.
+ */
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { fsSeam, type SeamFile } from './fs.ts';
+import { AbortedError, ErrorCollector, addSuppressed } from './errors.ts';
+import { FetchedChannelState, type ChannelInfo } from './fetched-state.ts';
+
+/** Segment header: int32 gate, int32 channel, int32 bodyLength, uint32 crc32(body). */
+export const SEGMENT_HEADER_BYTES = 16;
+export const DEFAULT_MAX_SEGMENT_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_SPILL_FILE_BYTES = 64 * 1024 * 1024;
+
+export interface SpillWriterOptions {
+  /** The task's own dir; created lazily (mode 0700, exclusively) before the first file. */
+  taskDir: string;
+  /** A segment (header + body) never exceeds this; default 1 MiB. */
+  maxSegmentBytes?: number;
+  /** Rotate to a new file before a segment once the current one holds this much; default 64 MiB. */
+  maxSpillFileBytes?: number;
+  /**
+   * Called once, synchronously, right before the task dir is created: the moment the writer
+   * starts to own something on disk. The owner registers `discardSpilledFiles` here (G2: hand
+   * over at acquisition), so even a writer that is abandoned mid-write is cleaned up.
+   */
+  onFirstAcquire?: (writer: SpillWriter) => void;
+}
+
+/**
+ * Spills recovered channel bytes to disk.
+ *
+ * Semantics follow Flink's `AbstractSpillingHandler` (docs §2.2–2.4) with a hard segment bound,
+ * a CRC per segment, and an abort flag (G3): it is checked before every file creation and every
+ * segment write, and a creation or write that loses the race deletes what it made itself.
+ *
+ * @example
+ * ```ts
+ * const writer = new SpillWriter({ taskDir: root.taskDirPath('t1') });
+ * await writer.append({ gate: 0, channel: 1 }, bytes);
+ * const state = await writer.close(); // FetchedChannelState holding the hand-off grant
+ * ```
+ */
+export class SpillWriter {
+  readonly taskDir: string;
+  private readonly maxSegmentBytes: number;
+  private readonly maxSpillFileBytes: number;
+  private readonly onFirstAcquire: ((writer: SpillWriter) => void) | undefined;
+
+  private aborted = false;
+  private acquired = false;
+  private dirCreated = false;
+  private closed = false;
+  private readonly files: string[] = [];
+  private readonly channels: ChannelInfo[] = [];
+  private readonly seenChannels = new Set<number>();
+
+  private file: SeamFile | undefined;
+  private fileBytes = 0;
+  /** The open segment: header space at [0,16), body after it. One bounded buffer, reused. */
+  private readonly segment: Buffer;
+  private segmentLength = 0;
+  private segmentGate = -1;
+  private segmentChannel = -1;
+  /** The one in-flight disk operation, so a discard can wait for it (G4 for the writer side). */
+  private inflight: Promise<unknown> = Promise.resolve();
+  private discarding: Promise<void> | undefined;
+
+  /** Bytes written to spill files so far (headers included). */
+  spilledBytes = 0;
+
+  constructor(options: SpillWriterOptions) {
+    this.taskDir = options.taskDir;
+    this.maxSegmentBytes = options.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES;
+    this.maxSpillFileBytes = options.maxSpillFileBytes ?? DEFAULT_MAX_SPILL_FILE_BYTES;
+    if (this.maxSegmentBytes <= SEGMENT_HEADER_BYTES) {
+      throw new RangeError(`maxSegmentBytes must exceed ${SEGMENT_HEADER_BYTES}`);
+    }
+    if (this.maxSpillFileBytes < 1) throw new RangeError('maxSpillFileBytes must be ≥ 1');
+    this.onFirstAcquire = options.onFirstAcquire;
+    this.segment = Buffer.allocUnsafe(this.maxSegmentBytes);
+  }
+
+  /** The spill files created so far, in order (a copy). */
+  get spillFiles(): readonly string[] {
+    return [...this.files];
+  }
+
+  get isAborted(): boolean {
+    return this.aborted;
+  }
+
+  /**
+   * Declares a channel without bytes: a channel whose checkpoint entries are all empty still
+   * exists and must still be finished by the drainer.
+   */
+  noteChannel(info: ChannelInfo): void {
+    const key = info.gate * 65536 + info.channel;
+    if (this.seenChannels.has(key)) return;
+    this.seenChannels.add(key);
+    this.channels.push({ gate: info.gate, channel: info.channel });
+  }
+
+  /**
+   * Appends bytes of one channel. Copies them (the caller may reuse `bytes` after the promise
+   * settles). Empty appends only note the channel.
+   */
+  async append(info: ChannelInfo, bytes: Buffer): Promise<void> {
+    this.checkOpen();
+    this.noteChannel(info);
+    let offset = 0;
+    while (offset < bytes.length) {
+      if (
+        this.segmentLength > 0 &&
+        (info.gate !== this.segmentGate ||
+          info.channel !== this.segmentChannel ||
+          this.segmentLength >= this.maxSegmentBytes)
+      ) {
+        await this.sealSegment();
+      }
+      if (this.segmentLength === 0) {
+        this.segmentGate = info.gate;
+        this.segmentChannel = info.channel;
+        this.segmentLength = SEGMENT_HEADER_BYTES;
+      }
+      const n = Math.min(bytes.length - offset, this.maxSegmentBytes - this.segmentLength);
+      bytes.copy(this.segment, this.segmentLength, offset, offset + n);
+      this.segmentLength += n;
+      offset += n;
+    }
+  }
+
+  /**
+   * Seals the last segment, flushes and closes the last file, and builds the fetched state
+   * holding the hand-off grant. On failure nothing is built: the caller (the fetch stage)
+   * must call {@link discardSpilledFiles} (row F3).
+   */
+  async close(): Promise<FetchedChannelState> {
+    this.checkOpen();
+    this.closed = true;
+    if (this.segmentLength > 0) await this.sealSegment();
+    await this.closeFile();
+    this.checkAbort('seal the fetched state');
+    const state = new FetchedChannelState(
+      this.files,
+      this.dirCreated ? this.taskDir : undefined,
+      this.channels,
+    );
+    state.acquire(); // the hand-off grant (docs §3.2)
+    return state;
+  }
+
+  /**
+   * Sets the abort flag: from now on no file is created or grown. Does not delete: see
+   * {@link discardSpilledFiles}.
+   */
+  abort(): void {
+    this.aborted = true;
+  }
+
+  /**
+   * Aborts, waits for the disk operation in flight, then deletes the whole task dir. Works in
+   * every state of the writer, including after a failed `close()` that never built a state
+   * (row F3). Idempotent.
+   */
+  discardSpilledFiles(): Promise<void> {
+    this.aborted = true;
+    this.discarding ??= (async () => {
+      await this.inflight.catch(() => undefined);
+      await this.file?.close().catch(() => undefined);
+      await fsSeam.rm(this.taskDir);
+    })();
+    return this.discarding;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new AbortedError('spill writer is already closed');
+    this.checkAbort('append');
+  }
+
+  private checkAbort(what: string): void {
+    if (this.aborted) throw new AbortedError(`spill writer aborted: refusing to ${what}`);
+  }
+
+  private run<T>(op: () => Promise<T>): Promise<T> {
+    const p = op();
+    this.inflight = p;
+    return p;
+  }
+
+  private async sealSegment(): Promise<void> {
+    const bodyLength = this.segmentLength - SEGMENT_HEADER_BYTES;
+    const length = this.segmentLength;
+    this.segmentLength = 0;
+    if (bodyLength === 0) return; // never an empty segment, hence never an empty file
+    const seg = this.segment;
+    seg.writeInt32BE(this.segmentGate, 0);
+    seg.writeInt32BE(this.segmentChannel, 4);
+    seg.writeInt32BE(bodyLength, 8);
+    seg.writeUInt32BE(crc32(seg.subarray(SEGMENT_HEADER_BYTES, length)), 12);
+
+    if (this.file !== undefined && this.fileBytes >= this.maxSpillFileBytes) await this.closeFile();
+    if (this.file === undefined) await this.openNextFile();
+
+    this.checkAbort('write a segment');
+    const file = this.file!;
+    try {
+      await this.run(() => file.write(seg.subarray(0, length)));
+    } catch (e) {
+      throw this.aborted
+        ? new AbortedError('spill write lost the race with abort', { cause: e })
+        : e;
+    }
+    this.fileBytes += length;
+    this.spilledBytes += length;
+    if (this.aborted) {
+      // The write raced an abort and landed: delete our own file rather than leave it (G3).
+      await this.deleteOwn(file.path);
+      throw new AbortedError('spill writer aborted during a segment write');
+    }
+  }
+
+  private async openNextFile(): Promise<void> {
+    this.checkAbort('create a spill file');
+    if (!this.dirCreated) {
+      if (!this.acquired) {
+        this.acquired = true;
+        this.onFirstAcquire?.(this);
+      }
+      this.checkAbort('create the task dir');
+      await this.run(() => fsSeam.mkdir(this.taskDir, { mode: 0o700 }));
+      this.dirCreated = true;
+      if (this.aborted) {
+        await this.deleteOwn(this.taskDir);
+        throw new AbortedError('spill writer aborted while creating the task dir');
+      }
+    }
+    const path = join(this.taskDir, `spill-segment-${this.files.length}.bin`);
+    this.checkAbort('create a spill file');
+    const file = await this.run(() => fsSeam.open(path, 'wx'));
+    this.files.push(path);
+    this.file = file;
+    this.fileBytes = 0;
+    if (this.aborted) {
+      await this.deleteOwn(path);
+      throw new AbortedError('spill writer aborted while creating a spill file');
+    }
+  }
+
+  private async closeFile(): Promise<void> {
+    const file = this.file;
+    if (file === undefined) return;
+    this.file = undefined;
+    await this.run(() => file.close());
+  }
+
+  /** Deletes something this writer created after the abort decision; errors are secondary. */
+  private async deleteOwn(path: string): Promise<void> {
+    const errors = new ErrorCollector();
+    if (this.file !== undefined) {
+      const file = this.file;
+      this.file = undefined;
+      await file.close().catch((e) => errors.add(e));
+    }
+    await fsSeam.rm(path).catch((e) => errors.add(e));
+    if (errors.error !== undefined) {
+      const aborted = new AbortedError('spill writer aborted; deleting its own file failed');
+      addSuppressed(aborted, errors.error);
+      throw aborted;
+    }
+  }
+}
