@@ -1,0 +1,56 @@
+/**
+ * The `spillway` command line (DESIGN §4). Every command is a module with `usage` and
+ * `run(argv, io)`; this file only dispatches and turns errors into exit codes.
+ */
+import { reportError } from './errors.ts';
+import { stdio, type Io } from './io.ts';
+import { UsageError } from './args.ts';
+
+interface Command {
+  usage: string;
+  run(argv: string[], io: Io): Promise<number>;
+}
+
+const commands: Record<string, () => Promise<Command>> = {
+  checkpoint: () => import('./checkpoint.ts'),
+  recover: () => import('./recover.ts'),
+  sweep: () => import('./sweep.ts'),
+};
+
+export const usage = `usage: spillway [COMMAND] [OPTIONS]
+
+Recovers spilled channel state the way Apache Flink does (fetch → gap → drain), as XState
+actors, and leaves no spill file behind on any ending.
+
+commands:
+  demo        (default) a pool of tasks in recovery-failure loops, every fault injected
+  checkpoint  make a test checkpoint: spillway checkpoint make --out FILE
+  recover     recover a checkpoint into per-channel files
+  sweep       remove spill files of dead processes
+  soak        the demo pool, seeded, checking for leaks of files, heap and fds
+  inspect     serve the live inspector page
+  bench       measure spill, drain, orchestration and cleanup against raw I/O
+
+'spillway COMMAND --help' shows a command's options.
+`;
+
+/** Runs one command line; resolves to the exit code. */
+export async function main(argv: string[], io: Io = stdio): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === '--help' || first === '-h' || first === 'help') {
+    io.out.write(usage);
+    return 0;
+  }
+  const name = first === undefined || first.startsWith('-') ? 'demo' : first;
+  const args = first === undefined || first.startsWith('-') ? argv : rest;
+  const load = commands[name];
+  if (load === undefined) {
+    return reportError(io, new UsageError(`unknown command '${name}'`), 'help');
+  }
+  try {
+    const command = await load();
+    return await command.run(args, io);
+  } catch (error) {
+    return reportError(io, error, name);
+  }
+}
