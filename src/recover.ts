@@ -46,6 +46,11 @@ export interface RecoverOptions {
   hooks?: TaskHooks;
   /** End as soon as recovery is done (default true); false keeps the task running until FINISH. */
   autoFinish?: boolean;
+  /**
+   * The task machine to run; default {@link taskMachine}. Tests pass variants made with
+   * `taskMachine.provide(...)` (the model suite's mutants) to prove the oracle can fail.
+   */
+  machine?: typeof taskMachine;
 }
 
 /** What a finished recovery reports. */
@@ -144,7 +149,7 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
     closeResources,
   };
 
-  const actor = createActor(taskMachine, {
+  const actor = createActor(options.machine ?? taskMachine, {
     id: `task-${taskId}`,
     input: { services, autoFinish: options.autoFinish },
     ...(options.inspect ? { inspect: options.inspect } : {}),
