@@ -129,14 +129,23 @@ export class Drainer {
   /**
    * Atomically captures the undelivered remainder as a reader and sends a barrier to every
    * channel still in recovery. The returned reader holds its own grant: whoever receives it
-   * owns it and must close it. Synchronous on purpose (see the class doc).
+   * owns it and must close it. Synchronous on purpose (see the class doc). Throws
+   * `AbortedError` (the checkpoint is declined, no barrier sent) when the drainer or the state
+   * was closed while bytes were still undelivered.
    */
   snapshotAndInsertBarriers(checkpointId: number): SpillReader {
     if (this.phaseNow === 'fully-consumed') return SpillReader.empty();
-    for (const key of this.inRecovery) this.consumers.get(key)!.onBarrier?.(checkpointId);
-    if (this.phaseNow === 'drained' || this.reader.isClosed || this.state.isClosed) {
-      return SpillReader.empty();
+    const drained = this.phaseNow === 'drained';
+    if (!drained && (this.reader.isClosed || this.state.isClosed)) {
+      // Undelivered bytes exist but can no longer be read: an empty remainder behind barriers
+      // would make the checkpoint silently lose them (G6). Decline it, as Flink's closed-reader
+      // snapshot() does, before any barrier goes out.
+      throw new AbortedError(
+        `checkpoint ${checkpointId} declined: the spill state was closed before the drain finished`,
+      );
     }
+    for (const key of this.inRecovery) this.consumers.get(key)!.onBarrier?.(checkpointId);
+    if (drained) return SpillReader.empty();
     return this.reader.snapshot().reader();
   }
 

@@ -332,7 +332,7 @@ export class SpillReader {
     const path = this.files[index];
     if (path === undefined) throw new SpillEOFError(`no spill file #${index}`);
     const state = this.state!;
-    const file = await state.track(`open ${path}`, () => fsSeam.open(path, 'r'));
+    const file = await this.io(`open ${path}`, () => fsSeam.open(path, 'r'));
     if (this.closed || state.isClosed) {
       await file.close().catch(() => undefined);
       throw new AbortedError(`open ${path}: spill state was closed`);
@@ -340,7 +340,7 @@ export class SpillReader {
     this.file = file;
     this.openIndex = index;
     try {
-      this.fileSize = await state.track(`stat ${path}`, () => file.size());
+      this.fileSize = await this.io(`stat ${path}`, () => file.size());
     } catch (e) {
       this.file = undefined;
       await file.close().catch(() => undefined);
@@ -366,6 +366,22 @@ export class SpillReader {
     return this.buf.subarray(start, start + n);
   }
 
+  /**
+   * Runs one file operation fenced by the state (G4). close() may close the descriptor while
+   * the operation waits (a drainer closed mid-read): the EBADF that follows is a consequence of
+   * that close, not a cause, so it is reported as `AbortedError` carrying it.
+   */
+  private async io<T>(what: string, op: () => Promise<T>): Promise<T> {
+    try {
+      return await this.state!.track(what, op);
+    } catch (e) {
+      if (this.closed && !(e instanceof AbortedError)) {
+        throw new AbortedError(`${what}: spill reader was closed`, { cause: e });
+      }
+      throw e;
+    }
+  }
+
   private async fill(offset: number, atLeast: number): Promise<void> {
     const file = this.file!;
     const size = Math.min(
@@ -376,9 +392,12 @@ export class SpillReader {
     const buf = Buffer.allocUnsafe(size);
     let got = 0;
     while (got < size) {
-      const n = await this.state!.track(`read ${file.path}`, () =>
+      const n = await this.io(`read ${file.path}`, () =>
         file.read(buf, got, size - got, offset + got),
       );
+      // Bytes that arrive after close() belong to nobody: a drainer stopped by closing its
+      // reader must not deliver them.
+      if (this.closed) throw new AbortedError(`read ${file.path}: spill reader was closed`);
       if (n === 0) break;
       got += n;
     }

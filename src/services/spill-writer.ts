@@ -161,17 +161,25 @@ export class SpillWriter {
   }
 
   /**
-   * Aborts, waits for the disk operation in flight, then deletes the whole task dir. Works in
-   * every state of the writer, including after a failed `close()` that never built a state
-   * (row F3). Idempotent.
+   * Aborts, waits for the disk operation in flight, then deletes the whole task dir if this
+   * writer created it (never a pre-existing one). Works in every state of the writer, including
+   * after a failed `close()` that never built a state (row F3). Idempotent once it succeeded;
+   * after a failed delete the next call retries it.
    */
   discardSpilledFiles(): Promise<void> {
     this.aborted = true;
     this.discarding ??= (async () => {
       await this.inflight.catch(() => undefined);
       await this.file?.close().catch(() => undefined);
-      await fsSeam.rm(this.taskDir);
-    })();
+      // Only a dir this writer created: mkdir is exclusive, so after EEXIST (or before any
+      // mkdir) the path belongs to someone else, and deleting it would destroy their files.
+      if (this.dirCreated) await fsSeam.rm(this.taskDir);
+    })().catch((e: unknown) => {
+      // A failed delete must not be final (row C1): forget it, so the next call (the registry
+      // backstop, say) tries again instead of replaying this rejection while the dir leaks.
+      this.discarding = undefined;
+      throw e;
+    });
     return this.discarding;
   }
 
@@ -230,8 +238,11 @@ export class SpillWriter {
         this.onFirstAcquire?.(this);
       }
       this.checkAbort('create the task dir');
-      await this.run(() => fsSeam.mkdir(this.taskDir, { mode: 0o700 }));
-      this.dirCreated = true;
+      await this.run(async () => {
+        await fsSeam.mkdir(this.taskDir, { mode: 0o700 });
+        // Set inside the tracked operation, so a discard awaiting it already sees the dir as ours.
+        this.dirCreated = true;
+      });
       if (this.aborted) {
         await this.deleteOwn(this.taskDir);
         throw new AbortedError('spill writer aborted while creating the task dir');

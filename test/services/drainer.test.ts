@@ -1,0 +1,765 @@
+import { stat, truncate, open } from 'node:fs/promises';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Drainer, type ChannelConsumer } from '../../src/services/drainer.ts';
+import {
+  AbortedError,
+  MisuseError,
+  SpillCorruptError,
+  SpillEOFError,
+  isAbortConsequence,
+} from '../../src/services/errors.ts';
+import { SerialExecutor } from '../../src/services/executor.ts';
+import {
+  FetchedChannelState,
+  channelKey,
+  type ChannelInfo,
+} from '../../src/services/fetched-state.ts';
+import { fsOpCounts, resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
+import type { SpillReader } from '../../src/services/spill-reader.ts';
+import { SEGMENT_HEADER_BYTES, SpillWriter } from '../../src/services/spill-writer.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+
+afterEach(() => resetFsSeam());
+
+const C0: ChannelInfo = { gate: 0, channel: 0 };
+const C1: ChannelInfo = { gate: 0, channel: 1 };
+const C2: ChannelInfo = { gate: 1, channel: 0 };
+
+/** Lets several macrotasks pass, so anything that could still settle has had its chance. */
+async function macrotasks(n = 5): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((res) => (resolve = res));
+  return { promise, resolve };
+}
+
+/** Settles to the rejection reason, or to 'ok'; attached at once so nothing goes unhandled. */
+function settle(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => 'ok',
+    (e: unknown) => e,
+  );
+}
+
+/** Pauses the first seam operation matching `op` and `pathIncludes` until `release()`. */
+function pauseOn(op: FsOp, pathIncludes = ''): { reached: Promise<void>; release: () => void } {
+  const reached = deferred();
+  const gate = deferred();
+  let armed = true;
+  setFsHook(async (o, path) => {
+    if (armed && o === op && path.includes(pathIncludes)) {
+      armed = false;
+      reached.resolve();
+      await gate.promise;
+    }
+  });
+  return { reached: reached.promise, release: gate.resolve };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Bytes `offset … offset+len` of channel `c`'s stream: a position-dependent pattern, so any gap,
+ * overlap or reordering shows up as a byte mismatch.
+ */
+function pattern(c: number, offset: number, len: number): Buffer {
+  const b = Buffer.alloc(len);
+  for (let i = 0; i < len; i++) b[i] = (c * 97 + offset + i) % 251;
+  return b;
+}
+
+/** Spills `appends` with the real writer; the state holds the hand-off grant. */
+async function spill(
+  appends: [ChannelInfo, number][],
+  options: { maxSegmentBytes?: number; maxSpillFileBytes?: number; channels?: ChannelInfo[] } = {},
+  root?: string,
+  name = 'task-5-feed',
+): Promise<{ state: FetchedChannelState; taskDir: string; original: Map<string, Buffer> }> {
+  const taskDir = join(root ?? (await makeTempRoot()), name);
+  const writer = new SpillWriter({ taskDir, ...options });
+  for (const c of options.channels ?? []) writer.noteChannel(c);
+  const original = new Map<string, Buffer>();
+  for (const [info, len] of appends) {
+    const key = channelKey(info);
+    const before = original.get(key) ?? Buffer.alloc(0);
+    const b = pattern(info.gate * 7 + info.channel, before.length, len);
+    original.set(key, Buffer.concat([before, b]));
+    await writer.append(info, b);
+  }
+  return { state: await writer.close(), taskDir, original };
+}
+
+/** A consumer per channel that records every call in one shared log. */
+function recorder(
+  channels: readonly ChannelInfo[],
+  behave: Partial<Record<string, Partial<ChannelConsumer>>> = {},
+) {
+  const log: string[] = [];
+  const waiters: { cond: () => boolean; resolve: () => void }[] = [];
+  /** Re-checks the waiters after every consumer call: waiting is on events, never on time. */
+  const note = (line: string) => {
+    log.push(line);
+    for (const w of [...waiters]) {
+      if (w.cond()) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
+    }
+  };
+  /** Resolves once `cond` holds (checked now and after every consumer call). */
+  const when = (cond: () => boolean): Promise<void> =>
+    cond() ? Promise.resolve() : new Promise((resolve) => waiters.push({ cond, resolve }));
+  const buffers = new Map<string, Buffer[]>();
+  const barriers = new Map<string, number[]>();
+  const finished = new Map<string, number>();
+  const consumers = new Map<string, ChannelConsumer>();
+  for (const info of channels) {
+    const key = channelKey(info);
+    buffers.set(key, []);
+    barriers.set(key, []);
+    finished.set(key, 0);
+    const own = behave[key] ?? {};
+    consumers.set(key, {
+      onBuffer(b) {
+        buffers.get(key)!.push(b);
+        note(`buf ${key} ${b.length}`);
+        return own.onBuffer?.(b);
+      },
+      onFinished() {
+        finished.set(key, finished.get(key)! + 1);
+        note(`fin ${key}`);
+        return own.onFinished?.();
+      },
+      onBarrier(id) {
+        barriers.get(key)!.push(id);
+        note(`barrier ${key} ${id}`);
+        own.onBarrier?.(id);
+      },
+    });
+  }
+  const bytesOf = (info: ChannelInfo) => Buffer.concat(buffers.get(channelKey(info))!);
+  const sizes = (info: ChannelInfo) => buffers.get(channelKey(info))!.map((b) => b.length);
+  return { log, buffers, barriers, finished, consumers, bytesOf, sizes, when };
+}
+
+/** Everything a reader yields, per channel key, concatenated; the reader is closed after. */
+async function drainReader(reader: SpillReader): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  try {
+    for (let s = await reader.nextSegment(); s !== null; s = await reader.nextSegment()) {
+      const key = channelKey(s);
+      for (let b = await s.read(1 << 20); b !== null; b = await s.read(1 << 20)) {
+        out.set(key, Buffer.concat([out.get(key) ?? Buffer.alloc(0), b]));
+      }
+    }
+  } finally {
+    await reader.close();
+  }
+  return out;
+}
+
+/** Closes the drainer (and the hand-off, if still held) and checks every grant came back. */
+async function finish(drainer: Drainer, state: FetchedChannelState, taskDir: string) {
+  await drainer.close();
+  if (!state.isClosed && state.refCount > 0) await state.release();
+  expect(state.refCount).toBe(0);
+  expect(state.isClosed).toBe(true);
+  expect(await exists(taskDir)).toBe(false);
+}
+
+describe('Drainer (Flink FetchedChannelStateDrainerTest)', () => {
+  it('testDrainEndToEnd', async () => {
+    const { state, taskDir, original } = await spill([
+      [C0, 30],
+      [C1, 20],
+    ]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers);
+    expect(state.refCount).toBe(2);
+    await state.release(); // the hand-off, as at drain start
+    const report = await drainer.drain();
+    expect(report).toEqual({ bytes: 50, buffers: 2, segments: 2, channels: 2 });
+    expect(rec.bytesOf(C0)).toEqual(original.get(channelKey(C0)));
+    expect(rec.bytesOf(C1)).toEqual(original.get(channelKey(C1)));
+    expect([...rec.finished.values()]).toEqual([1, 1]);
+    expect(drainer.phase).toBe('fully-consumed');
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testDrainSegmentLargerThanBufferSplitsIntoFullChunksThenPartialTail: 50 → 16,16,16,2', async () => {
+    const { state, taskDir, original } = await spill([[C0, 50]]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await drainer.drain();
+    expect(rec.sizes(C0)).toEqual([16, 16, 16, 2]);
+    expect(rec.bytesOf(C0)).toEqual(original.get(channelKey(C0)));
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testDrainSegmentExactMultipleOfBufferHasNoPartialTail: 48 → 3 full buffers', async () => {
+    const { state, taskDir, original } = await spill([[C0, 48]]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16, readChunkBytes: 5 });
+    await drainer.drain(); // read chunks of 5 are gathered into full 16-byte buffers
+    expect(rec.sizes(C0)).toEqual([16, 16, 16]);
+    expect(rec.bytesOf(C0)).toEqual(original.get(channelKey(C0)));
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testDrainDemuxByChannelInfo', async () => {
+    const { state, taskDir, original } = await spill(
+      [
+        [C0, 10],
+        [C2, 11],
+        [C1, 12],
+        [C0, 13],
+        [C2, 14],
+      ],
+      { maxSpillFileBytes: 30 },
+    );
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 8 });
+    await drainer.drain();
+    for (const c of [C0, C1, C2]) {
+      expect(rec.bytesOf(c)).toEqual(original.get(channelKey(c)));
+      expect(rec.finished.get(channelKey(c))).toBe(1);
+    }
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testDrainCallsFinishAfterAllBufferDeliveries', async () => {
+    const { state, taskDir } = await spill([
+      [C0, 20],
+      [C1, 20],
+      [C0, 5],
+    ]);
+    // Asynchronous consumers: finish must still wait for the last delivery to settle.
+    const slow = { onBuffer: () => macrotasks(1) };
+    const rec = recorder(state.channels, { 'gate-0-channel-0': slow, 'gate-0-channel-1': slow });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await drainer.drain();
+    const lastBuf = rec.log.map((l) => l.startsWith('buf')).lastIndexOf(true);
+    const firstFin = rec.log.findIndex((l) => l.startsWith('fin'));
+    expect(lastBuf).toBeLessThan(firstFin);
+    expect(rec.log.filter((l) => l.startsWith('fin'))).toEqual([
+      'fin gate-0-channel-0',
+      'fin gate-0-channel-1',
+    ]);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testSnapshotCoversAllSegmentsBeforeDrain', async () => {
+    const { state, taskDir, original } = await spill([
+      [C0, 7],
+      [C1, 9],
+    ]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers);
+    const rest = await drainReader(drainer.snapshotAndInsertBarriers(1));
+    expect(rest).toEqual(original);
+    await drainer.drain();
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testSnapshotInsertsBarrierPerChannel', async () => {
+    const { state, taskDir } = await spill([
+      [C0, 40],
+      [C1, 40],
+    ]);
+    const gate = deferred();
+    const rec = recorder(state.channels, { 'gate-0-channel-0': { onBuffer: () => gate.promise } });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    const draining = drainer.drain();
+    await rec.when(() => rec.log.length > 0); // mid-drain: one buffer of C0 delivered
+    const reader = drainer.snapshotAndInsertBarriers(42);
+    expect(rec.barriers.get('gate-0-channel-0')).toEqual([42]);
+    expect(rec.barriers.get('gate-0-channel-1')).toEqual([42]);
+    expect(rec.log).toEqual([
+      'buf gate-0-channel-0 16',
+      'barrier gate-0-channel-0 42',
+      'barrier gate-0-channel-1 42',
+    ]);
+    gate.resolve();
+    await draining;
+    await drainReader(reader);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testSnapshotInsertsBarrierWhenChannelInRecoveryEvenIfDiskSliceEmpty', async () => {
+    const { state, taskDir } = await spill([
+      [C0, 5],
+      [C1, 5],
+    ]);
+    const finishing = deferred();
+    const rec = recorder(state.channels, {
+      'gate-0-channel-0': { onFinished: () => finishing.promise },
+    });
+    const drainer = new Drainer(state, rec.consumers);
+    const draining = drainer.drain();
+    await rec.when(() => rec.finished.get('gate-0-channel-0') === 1); // all data delivered
+    expect(drainer.phase).toBe('drained');
+    const reader = drainer.snapshotAndInsertBarriers(8);
+    expect(rec.barriers.get('gate-0-channel-1')).toEqual([8]); // still in recovery
+    expect(await reader.nextSegment()).toBeNull(); // nothing left on disk
+    await reader.close();
+    finishing.resolve();
+    await draining;
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testSnapshotInsertsBarrierOnlyForChannelsStillInRecovery', async () => {
+    const { state, taskDir } = await spill([
+      [C0, 5],
+      [C1, 5],
+    ]);
+    const finishing = deferred();
+    const rec = recorder(state.channels, {
+      'gate-0-channel-0': { onFinished: () => finishing.promise },
+    });
+    const drainer = new Drainer(state, rec.consumers);
+    const draining = drainer.drain();
+    await rec.when(() => rec.finished.get('gate-0-channel-0') === 1);
+    await drainer.snapshotAndInsertBarriers(9).close();
+    expect(rec.barriers.get('gate-0-channel-0')).toEqual([]); // finished: out of recovery
+    expect(rec.barriers.get('gate-0-channel-1')).toEqual([9]);
+    finishing.resolve();
+    await draining;
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testSnapshotReturnsEmptyWhenDrainFinishedAndNotInRecovery', async () => {
+    const { state, taskDir } = await spill([[C0, 5]]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers);
+    await drainer.drain();
+    const reader = drainer.snapshotAndInsertBarriers(3);
+    expect(await reader.nextSegment()).toBeNull();
+    await reader.close();
+    expect(rec.barriers.get('gate-0-channel-0')).toEqual([]);
+    expect(state.refCount).toBe(2); // the empty reader took no grant
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testSnapshotAfterDrainerClosedReturnsEmptyWithoutTouchingClosedRootReader', async () => {
+    const { state, taskDir } = await spill([[C0, 5]]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers);
+    await state.release();
+    await drainer.drain();
+    await finish(drainer, state, taskDir);
+    const ops = fsOpCounts();
+    const late = drainer.snapshotAndInsertBarriers(11); // late checkpoint: safe
+    expect(await late.nextSegment()).toBeNull();
+    await late.close();
+    expect(fsOpCounts()).toEqual(ops);
+    expect(rec.barriers.get('gate-0-channel-0')).toEqual([]);
+  });
+
+  it('testDrainOnExecutorThreadDeliversAndFinishes', async () => {
+    const { state, taskDir, original } = await spill([
+      [C0, 33],
+      [C1, 3],
+    ]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    const io = new SerialExecutor('channel-io');
+    const report = await io.submit('drain', () => drainer.drain());
+    await io.shutdown();
+    expect(report.bytes).toBe(36);
+    expect(rec.bytesOf(C0)).toEqual(original.get(channelKey(C0)));
+    expect([...rec.finished.values()]).toEqual([1, 1]);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testDrainOnExecutorThreadBubblesDeliveryException: "boom" surfaces from drain', async () => {
+    const { state, taskDir } = await spill([
+      [C0, 5],
+      [C1, 5],
+    ]);
+    const boom = new Error('boom');
+    const rec = recorder(state.channels, {
+      'gate-0-channel-1': {
+        onBuffer: () => {
+          throw boom;
+        },
+      },
+    });
+    const drainer = new Drainer(state, rec.consumers);
+    const io = new SerialExecutor('channel-io');
+    await expect(io.submit('drain', () => drainer.drain())).rejects.toBe(boom);
+    await io.shutdown();
+    expect([...rec.finished.values()]).toEqual([0, 0]); // no finish after a failed delivery
+    await finish(drainer, state, taskDir);
+  });
+
+  it('testDrainRecyclesInFlightBufferWhenBodyReadFails: truncated body → SpillEOFError', async () => {
+    const { state, taskDir } = await spill([[C0, 64]]);
+    const file = state.files[0]!;
+    await truncate(file, SEGMENT_HEADER_BYTES + 64 - 24);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await expect(drainer.drain()).rejects.toBeInstanceOf(SpillEOFError);
+    expect(rec.sizes(C0)).toEqual([16, 16]); // the partial third buffer is never delivered
+    expect(rec.finished.get('gate-0-channel-0')).toBe(0);
+    await finish(drainer, state, taskDir);
+  });
+});
+
+describe('Drainer failures and aborts (ours)', () => {
+  it('D2 a corrupt body (CRC mismatch) fails the drain with SpillCorruptError', async () => {
+    const { state, taskDir } = await spill([[C0, 30]]);
+    const handle = await open(state.files[0]!, 'r+');
+    await handle.write(Buffer.from([0xff]), 0, 1, SEGMENT_HEADER_BYTES + 3);
+    await handle.close();
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await expect(drainer.drain()).rejects.toBeInstanceOf(SpillCorruptError);
+    expect(rec.finished.get('gate-0-channel-0')).toBe(0);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('D2 a consumer rejecting asynchronously surfaces from drain', async () => {
+    const { state, taskDir } = await spill([[C0, 40]]);
+    const boom = new Error('boom');
+    const rec = recorder(state.channels, {
+      'gate-0-channel-0': { onBuffer: () => Promise.reject(boom) },
+    });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await expect(drainer.drain()).rejects.toBe(boom);
+    expect(rec.sizes(C0)).toEqual([16]);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('a missing consumer is an error at construction, before any grant is taken', async () => {
+    const { state, taskDir } = await spill([
+      [C0, 5],
+      [C1, 5],
+    ]);
+    const rec = recorder([C0]);
+    expect(() => new Drainer(state, rec.consumers)).toThrow(MisuseError);
+    expect(state.refCount).toBe(1);
+    await state.release();
+    expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('a segment for a channel the state does not name fails the drain with MisuseError', async () => {
+    const { state, taskDir } = await spill([
+      [C0, 5],
+      [C1, 5],
+    ]);
+    const partial = new FetchedChannelState(state.files, state.taskDir, [C0]);
+    const rec = recorder(partial.channels);
+    const drainer = new Drainer(partial, rec.consumers);
+    await expect(drainer.drain()).rejects.toBeInstanceOf(MisuseError);
+    await drainer.close();
+    await state.release();
+    expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('drain() runs once', async () => {
+    const { state, taskDir } = await spill([[C0, 5]]);
+    const drainer = new Drainer(state, recorder(state.channels).consumers);
+    await drainer.drain();
+    await expect(drainer.drain()).rejects.toBeInstanceOf(MisuseError);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('a channel without spilled bytes is still finished exactly once', async () => {
+    const { state, taskDir } = await spill([[C1, 5]], { channels: [C0, C1, C2] });
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers);
+    await drainer.drain();
+    expect([...rec.finished.values()]).toEqual([1, 1, 1]);
+    expect(rec.sizes(C0)).toEqual([]);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('G4 close() during a delivery stops the drain with AbortedError and no later delivery', async () => {
+    const { state, taskDir } = await spill([[C0, 64]]);
+    const gate = deferred();
+    const rec = recorder(state.channels, { 'gate-0-channel-0': { onBuffer: () => gate.promise } });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await state.release();
+    const draining = settle(drainer.drain());
+    await rec.when(() => rec.log.length === 1);
+    await drainer.close(); // last grant: files go now (nothing is being read)
+    expect(await exists(taskDir)).toBe(false);
+    gate.resolve();
+    expect(await draining).toBeInstanceOf(AbortedError);
+    expect(rec.sizes(C0)).toEqual([16]);
+    expect(rec.finished.get('gate-0-channel-0')).toBe(0);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('G4 close() during a paused read stops the drain with AbortedError, not EBADF', async () => {
+    const { state, taskDir } = await spill([[C0, 64]]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16, readChunkBytes: 16 });
+    const pause = pauseOn('read');
+    const draining = settle(drainer.drain());
+    await pause.reached;
+    await drainer.close(); // the hand-off still keeps the files
+    pause.release();
+    const error = await draining;
+    expect(error).toBeInstanceOf(AbortedError);
+    expect(isAbortConsequence(error)).toBe(true);
+    expect(rec.log).toEqual([]);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('stop() makes a running drain end at its next buffer with AbortedError', async () => {
+    const { state, taskDir } = await spill([[C0, 64]]);
+    const rec = recorder(state.channels, {
+      'gate-0-channel-0': { onBuffer: () => drainer.stop() },
+    });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await expect(drainer.drain()).rejects.toBeInstanceOf(AbortedError);
+    expect(rec.sizes(C0)).toEqual([16]);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('D3 a forced close while the drain opens the next file gives AbortedError, not ENOENT', async () => {
+    const { state, taskDir } = await spill(
+      [
+        [C0, 10],
+        [C1, 10],
+      ],
+      { maxSpillFileBytes: 1 },
+    );
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers);
+    const pause = pauseOn('open', 'spill-segment-1.bin');
+    const draining = settle(drainer.drain());
+    await pause.reached;
+    const closing = state.close(); // the task's backstop, grants outstanding
+    await macrotasks();
+    expect(await exists(taskDir)).toBe(true); // fenced: waits for the open in flight
+    pause.release();
+    await closing;
+    expect(await exists(taskDir)).toBe(false);
+    const error = await draining;
+    expect(error).toBeInstanceOf(AbortedError);
+    expect(isAbortConsequence(error)).toBe(true);
+    expect(rec.sizes(C1)).toEqual([]);
+    await finish(drainer, state, taskDir); // late releases are harmless
+  });
+
+  it('G6 a checkpoint after the spill state was closed mid-drain is declined, never silently empty', async () => {
+    const { state, taskDir } = await spill([[C0, 64]]);
+    const gate = deferred();
+    const rec = recorder(state.channels, { 'gate-0-channel-0': { onBuffer: () => gate.promise } });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    const draining = settle(drainer.drain());
+    await rec.when(() => rec.log.length === 1);
+    await state.close(); // 48 bytes never delivered and now unreadable
+    expect(() => drainer.snapshotAndInsertBarriers(5)).toThrow(AbortedError);
+    expect(rec.barriers.get('gate-0-channel-0')).toEqual([]); // no barrier for a declined checkpoint
+    gate.resolve();
+    expect(await draining).toBeInstanceOf(AbortedError);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('G6 a checkpoint after close() of an undrained drainer is declined, never silently empty', async () => {
+    const { state, taskDir } = await spill([[C0, 8]]);
+    const rec = recorder(state.channels);
+    const drainer = new Drainer(state, rec.consumers);
+    await drainer.close();
+    expect(() => drainer.snapshotAndInsertBarriers(6)).toThrow(AbortedError);
+    expect(rec.barriers.get('gate-0-channel-0')).toEqual([]);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('grant walk (docs §3.2): files go only when the last snapshot reader is closed', async () => {
+    const { state, taskDir, original } = await spill([[C0, 40]]);
+    expect(state.refCount).toBe(1); // hand-off
+    const gate = deferred();
+    const rec = recorder(state.channels, { 'gate-0-channel-0': { onBuffer: () => gate.promise } });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    expect(state.refCount).toBe(2); // + main reader
+    await state.release();
+    expect(state.refCount).toBe(1); // drain start
+    const draining = drainer.drain();
+    await rec.when(() => rec.log.length === 1);
+    const snapshot = drainer.snapshotAndInsertBarriers(1);
+    expect(state.refCount).toBe(2); // + snapshot reader
+    gate.resolve();
+    await draining;
+    await drainer.close();
+    expect(state.refCount).toBe(1);
+    expect(await exists(taskDir)).toBe(true); // the snapshot still needs them
+    const rest = await drainReader(snapshot);
+    expect(Buffer.concat([rec.bytesOf(C0).subarray(0, 16), rest.get('gate-0-channel-0')!])).toEqual(
+      original.get('gate-0-channel-0'),
+    );
+    expect(state.refCount).toBe(0);
+    expect(await exists(taskDir)).toBe(false);
+  });
+});
+
+interface Limits {
+  maxSegmentBytes: number;
+  maxSpillFileBytes: number;
+  bufferBytes: number;
+  readChunkBytes: number;
+}
+
+/**
+ * One seeded interleaving: the drain's reads, file opens, deliveries and finishes and
+ * `checkpoints` calls of snapshotAndInsertBarriers are all released by the fast-check scheduler
+ * in the order it picks. Then checks G6 per checkpoint and channel, and G1 at the end.
+ */
+async function interleave(
+  s: fc.Scheduler,
+  root: string,
+  name: string,
+  appends: [number, number][],
+  limits: Limits,
+  checkpoints: number,
+): Promise<{ barriers: number[][] }> {
+  const channels = [C0, C1, C2];
+  const { state, taskDir, original } = await spill(
+    appends.map(([c, len]) => [channels[c]!, len]),
+    { ...limits, channels },
+    root,
+    name,
+  );
+  const want = channels.map((c) => original.get(channelKey(c)) ?? Buffer.alloc(0));
+  const delivered = channels.map(() => [] as Buffer[]);
+  const deliveredLen = channels.map(() => 0);
+  const finished = channels.map(() => 0);
+  const barrierAt = channels.map(() => new Map<number, number>());
+  const consumers = new Map<string, ChannelConsumer>(
+    channels.map((info, c) => [
+      channelKey(info),
+      {
+        onBuffer(b) {
+          expect(finished[c]).toBe(0);
+          delivered[c]!.push(b);
+          deliveredLen[c]! += b.length;
+          return s.schedule(Promise.resolve(), `deliver ${c}`);
+        },
+        onFinished() {
+          finished[c]!++;
+          return s.schedule(Promise.resolve(), `finish ${c}`);
+        },
+        onBarrier(id) {
+          expect(barrierAt[c]!.has(id)).toBe(false);
+          barrierAt[c]!.set(id, deliveredLen[c]!);
+        },
+      },
+    ]),
+  );
+  const drainer = new Drainer(state, consumers, {
+    bufferBytes: limits.bufferBytes,
+    readChunkBytes: limits.readChunkBytes,
+  });
+  await state.release(); // the hand-off, at drain start
+
+  const taken: { id: number; at: number[]; finishedAt: number[]; reader: SpillReader }[] = [];
+  const errors: unknown[] = [];
+  let scheduling = true;
+  setFsHook(async (op) => {
+    if (scheduling && (op === 'read' || op === 'open')) await s.schedule(Promise.resolve(), op);
+  });
+  for (let id = 1; id <= checkpoints; id++) {
+    void s.schedule(Promise.resolve(id), `checkpoint ${id}`).then((cp) => {
+      try {
+        const at = [...deliveredLen];
+        const finishedAt = [...finished];
+        taken.push({ id: cp, at, finishedAt, reader: drainer.snapshotAndInsertBarriers(cp) });
+      } catch (e) {
+        errors.push(e);
+      }
+    });
+  }
+  try {
+    await s.waitFor(drainer.drain());
+    await s.waitIdle();
+  } finally {
+    scheduling = false;
+    setFsHook(undefined);
+  }
+  expect(errors).toEqual([]);
+  expect(taken).toHaveLength(checkpoints);
+  channels.forEach((_, c) => {
+    expect(Buffer.concat(delivered[c]!).equals(want[c]!)).toBe(true);
+    expect(finished[c]).toBe(1);
+  });
+  for (const t of taken) {
+    const rest = await drainReader(t.reader);
+    channels.forEach((info, c) => {
+      const cut = barrierAt[c]!.get(t.id);
+      // A channel gets the barrier iff it is still in recovery (not finished) at that moment.
+      expect(cut === undefined).toBe(t.finishedAt[c] === 1);
+      if (cut !== undefined) expect(cut).toBe(t.at[c]);
+      const before = Buffer.concat(delivered[c]!).subarray(0, t.at[c]);
+      const after = rest.get(channelKey(info)) ?? Buffer.alloc(0);
+      expect(Buffer.concat([before, after]).equals(want[c]!)).toBe(true);
+    });
+  }
+  await drainer.close();
+  expect(state.refCount).toBe(0);
+  expect(state.isClosed).toBe(true);
+  expect(await exists(taskDir)).toBe(false);
+  return { barriers: barrierAt.map((m) => [...m.keys()]) };
+}
+
+describe('Drainer concurrency (Flink FetchedChannelStateDrainerConcurrencyTest)', () => {
+  it('G6 every byte lands exactly once on one side of each barrier', async () => {
+    const root = await makeTempRoot();
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), fc.integer({ min: 1, max: 40 })), {
+          minLength: 1,
+          maxLength: 10,
+        }),
+        fc.record({
+          maxSegmentBytes: fc.integer({ min: 17, max: 48 }),
+          maxSpillFileBytes: fc.integer({ min: 1, max: 120 }),
+          bufferBytes: fc.integer({ min: 1, max: 24 }),
+          readChunkBytes: fc.integer({ min: 1, max: 64 }),
+        }),
+        fc.integer({ min: 1, max: 12 }),
+        async (s, appends, limits, checkpoints) => {
+          await interleave(s, root, `task-${run++}`, appends, limits, checkpoints);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('testDrainAndSnapshotConcurrentAtomicity: 500 records over 2 channels, 50 checkpoints (3 seeds)', async () => {
+    const root = await makeTempRoot();
+    let run = 0;
+    const appends: [number, number][] = [];
+    for (let i = 0; i < 500; i++) appends.push([i % 2, 4 + (i % 13)]);
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (s) => {
+        const { barriers } = await interleave(
+          s,
+          root,
+          `task-${run++}`,
+          appends,
+          { maxSegmentBytes: 256, maxSpillFileBytes: 2048, bufferBytes: 64, readChunkBytes: 512 },
+          50,
+        );
+        // Both data channels saw every checkpoint taken while they were in recovery; the
+        // third channel (no data) is finished last, so it saw at least as many.
+        expect(barriers[2]!.length).toBeGreaterThanOrEqual(barriers[0]!.length);
+      }),
+      { numRuns: 3 },
+    );
+  });
+});
