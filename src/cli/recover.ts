@@ -1,8 +1,8 @@
 /** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--json]` */
-import { mkdir } from 'node:fs/promises';
 import { recoverChannelState } from '../recover.ts';
 import { ChannelFileSink } from '../services/channel-files.ts';
 import { addSuppressed } from '../services/errors.ts';
+import { fsSeam } from '../services/fs.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, ProgressLine, table, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
@@ -38,7 +38,26 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (out === undefined) throw new UsageError('missing --out DIR');
   const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
 
-  await mkdir(out, { recursive: true });
+  // Checked up front so that a wrong path is bad input (exit 2), not a failed recovery (exit 1).
+  const input = await fsSeam.stat(checkpoint).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') {
+      throw new UsageError(`${checkpoint}: no such checkpoint file`);
+    }
+    throw e;
+  });
+  if (!input.isFile()) throw new UsageError(`${checkpoint}: not a regular file`);
+
+  // A failed run must not leave an output dir it created for nothing (G9: nothing left on disk).
+  const outExisted = await fsSeam.lstat(out).then(
+    () => true,
+    () => false,
+  );
+  // 0o777 & umask, like mkdir(1): the output is the user's, not a private spill dir.
+  await fsSeam.mkdir(out, { recursive: true, mode: 0o777 }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'EEXIST' || e.code === 'ENOTDIR')
+      throw new UsageError(`${out}: not a directory`);
+    throw e;
+  });
   const sink = new ChannelFileSink(out);
   const signals = trapSignals();
   const progress = new ProgressLine(io);
@@ -86,6 +105,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
   } catch (error) {
     progress.done();
     await sink.discard().catch((e) => addSuppressed(error as Error, e));
+    if (!outExisted) {
+      await removeIfEmpty(out).catch((e) => addSuppressed(error as Error, e));
+    }
     if (signals.exitCode !== undefined) {
       // Cancelled by a signal: cleanup is done; its consequences are not news to the user.
       io.err.write(
@@ -104,4 +126,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (timer) clearInterval(timer);
     signals.dispose();
   }
+}
+
+/** Removes `dir` only if nothing is in it: never a tree someone else wrote into meanwhile. */
+async function removeIfEmpty(dir: string): Promise<void> {
+  if ((await fsSeam.readdir(dir)).length === 0) await fsSeam.rm(dir);
 }

@@ -1,0 +1,148 @@
+/**
+ * SIGTERM and SIGINT cancel a running `spillway recover` (issue 3, DESIGN §4): the command exits
+ * 143 or 130, the spill root holds nothing of it, no partial output file remains, and the
+ * cleanup's consequences (files vanishing under readers) never reach stderr as ENOENT noise.
+ *
+ * The moment of each signal is chosen by watching the file system, never by sleeping: the owner
+ * dir appearing (right at start), a second spill file appearing (fetch still running, 64 MiB of
+ * 256 in), and the first output file appearing (drain running).
+ */
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeCheckpoint } from '../../src/services/checkpoint.ts';
+import {
+  listTree,
+  makeTempRoot,
+  ownerDirs,
+  peakRss,
+  spawnCli,
+  spillFiles,
+  spillLeftovers,
+  waitFor,
+  type Child,
+} from './harness.ts';
+
+let baseDir: string;
+let checkpoint: string;
+
+beforeAll(async () => {
+  baseDir = await mkdtemp(join(tmpdir(), 'spillway-test-'));
+  checkpoint = join(baseDir, 'cp256.spwc');
+  await makeCheckpoint({ out: checkpoint, gates: 2, channels: 4, mb: 256, seed: 3 });
+});
+
+afterAll(async () => {
+  await rm(baseDir, { recursive: true, force: true });
+});
+
+type Moment = 'start' | 'fetch' | 'drain';
+
+/** Starts a recovery of the 256 MiB checkpoint and returns at `moment` (see the file doc). */
+async function recoverUntil(
+  moment: Moment,
+): Promise<{ child: Child; root: string; out: string; seen: string }> {
+  const dir = await makeTempRoot();
+  const root = join(dir, 'root');
+  const out = join(dir, 'out');
+  await mkdir(root);
+  const child = spawnCli(['recover', checkpoint, '--out', out, '--spill-root', root]);
+  let seen: string;
+  if (moment === 'start') {
+    // The owner dir exists only once recover is running (its signal handlers come first).
+    seen = await waitFor('the owner dir', async () => (await ownerDirs(root))[0], { child });
+  } else if (moment === 'fetch') {
+    seen = await waitFor(
+      'a second spill file',
+      async () => (await spillFiles(root)).find((p) => p.endsWith('spill-segment-1.bin')),
+      { child },
+    );
+  } else {
+    seen = await waitFor(
+      'the first output file',
+      async () => (await readdir(out).catch(() => [] as string[]))[0],
+      { child },
+    );
+  }
+  return { child, root, out, seen };
+}
+
+/** The contract of every signal ending. */
+async function expectCancelledCleanly(
+  run: { child: Child; root: string; out: string },
+  code: number,
+  signal: string,
+  { orKilledBy }: { orKilledBy?: NodeJS.Signals } = {},
+): Promise<void> {
+  const { code: exitCode, signal: killedBy } = await run.child.exited;
+  if (orKilledBy === undefined || killedBy === null) {
+    expect({ exitCode, killedBy }, run.child.stderr).toEqual({ exitCode: code, killedBy: null });
+  } else {
+    expect(killedBy).toBe(orKilledBy);
+  }
+  expect(run.child.stderr).toContain(`cancelled by ${signal}`);
+  expect(run.child.stderr).not.toMatch(/ENOENT|no such file/i);
+  expect(run.child.stderr).not.toContain('    at ');
+  expect(await spillLeftovers(run.root)).toEqual([]);
+  expect(await listTree(run.out)).toEqual([]);
+}
+
+describe('signals cancel spillway recover and clean up', () => {
+  it('SIGTERM right at start exits 143 with an empty spill root', async () => {
+    const run = await recoverUntil('start');
+    run.child.proc.kill('SIGTERM');
+    await expectCancelledCleanly(run, 143, 'SIGTERM');
+  });
+
+  it('SIGINT right at start exits 130 with an empty spill root', async () => {
+    const run = await recoverUntil('start');
+    run.child.proc.kill('SIGINT');
+    await expectCancelledCleanly(run, 130, 'SIGINT');
+  });
+
+  it('SIGTERM before fetch finishes exits 143; its spill files are removed, even under a storm of SIGINTs', async () => {
+    const run = await recoverUntil('fetch');
+    run.child.proc.kill('SIGTERM');
+    // Not sent together: Linux delivers pending signals lowest number first, so SIGINT would win.
+    // Once the spill files vanish SIGTERM has been handled and cleanup is running; from then on
+    // SIGINTs rain until the process is gone, through cleanup, the command's end and exit.
+    await waitFor('cleanup to start', async () =>
+      (await spillFiles(run.root)).length === 0 ? true : undefined,
+    );
+    let sent = 0;
+    while (run.child.proc.exitCode === null && run.child.proc.signalCode === null) {
+      run.child.proc.kill('SIGINT');
+      sent++;
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(sent).toBeGreaterThan(0);
+    // Node restores the default action while it tears down after the 'exit' hooks ran, so a
+    // SIGINT landing there still kills it; by then the owner dir is gone, which is the point.
+    await expectCancelledCleanly(run, 143, 'SIGTERM', { orKilledBy: 'SIGINT' });
+  });
+
+  it('SIGINT before fetch finishes exits 130; its spill files are removed', async () => {
+    const run = await recoverUntil('fetch');
+    run.child.proc.kill('SIGINT');
+    await expectCancelledCleanly(run, 130, 'SIGINT');
+  });
+
+  it('SIGTERM during drain exits 143, removes spill and partial output files', async () => {
+    const run = await recoverUntil('drain');
+    // The drain is reading spill files while output is written: both must go.
+    expect((await spillFiles(run.root)).length).toBeGreaterThan(0);
+    // G8, loosely: a 256 MiB recovery in drain is far from holding its state in memory.
+    const hwm = peakRss(run.child.proc.pid!);
+    run.child.proc.kill('SIGTERM');
+    await expectCancelledCleanly(run, 143, 'SIGTERM');
+    expect(hwm).toBeDefined();
+    expect(hwm!).toBeLessThan(300 * 1024 * 1024);
+  });
+
+  it('SIGINT during drain exits 130, removes spill and partial output files', async () => {
+    const run = await recoverUntil('drain');
+    run.child.proc.kill('SIGINT');
+    await expectCancelledCleanly(run, 130, 'SIGINT');
+  });
+});
