@@ -1,12 +1,8 @@
 /** How an error becomes an exit code and one line on stderr (DESIGN §4). */
 import { CorruptCheckpointError, suppressedOf } from '../services/errors.ts';
+import { SpillRootError } from '../services/spill-root.ts';
 import { UsageError } from './args.ts';
 import type { Io } from './io.ts';
-
-/** Bad input that names a file: the checkpoint is missing or unreadable. */
-export function isBadInput(error: unknown): boolean {
-  return error instanceof UsageError || error instanceof CorruptCheckpointError;
-}
 
 /**
  * Prints the error for a person and returns the exit code: 2 for bad input or usage (one line,
@@ -17,7 +13,8 @@ export function reportError(io: Io, error: unknown, command: string): number {
     io.err.write(`spillway ${command}: ${error.message} (see 'spillway ${command} --help')\n`);
     return 2;
   }
-  if (error instanceof CorruptCheckpointError) {
+  // An unusable spill root (missing, a symlink, world-writable) is the caller's configuration.
+  if (error instanceof CorruptCheckpointError || error instanceof SpillRootError) {
     io.err.write(`spillway ${command}: ${error.message}\n`);
     return 2;
   }
