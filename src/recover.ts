@@ -75,7 +75,10 @@ export interface Recovery extends AsyncDisposable {
   readonly taskId: string;
   /**
    * Settles once the task has ended **and** every resource is closed (G1): the report, or the
-   * first cause with later errors in `.suppressed` (G5).
+   * first cause with later errors in `.suppressed` (G5). A failed close or delete of spill
+   * files (row C1) is suppressed under a real cause; if the task otherwise finished, it is the
+   * failure itself (typically a `CleanupError`), even when the registry's retry then removed
+   * the files.
    */
   readonly done: Promise<RecoveryReport>;
   /**
@@ -168,14 +171,21 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
     else if (snapshot.status === 'stopped') {
       primary = ctx.cause ?? new CancelledError('task actor stopped');
     } else if (snapshot.value !== 'finished') primary = ctx.cause;
+    // Row C1: a failed close or delete is never lost. It is the failure of a task that
+    // otherwise finished (even when the registry's retry removed the files after all: the
+    // spill disk is failing, and the caller must hear of it), and suppressed under a real cause.
+    const cleanupErrors = [...ctx.cleanupErrors];
+    if (cleanupError !== undefined) cleanupErrors.push(cleanupError);
     if (primary === undefined) {
-      if (cleanupError !== undefined) throw cleanupError;
-      return buildReport(taskId, ctx, started);
+      const [first, ...later] = cleanupErrors;
+      if (first === undefined) return buildReport(taskId, ctx, started);
+      for (const e of later) addSuppressed(first, e);
+      throw first;
     }
     for (const e of services.lateErrors) addSuppressed(primary, e);
-    if (cleanupError !== undefined) {
-      addSuppressed(primary, cleanupError);
-      for (const e of suppressedOf(cleanupError)) addSuppressed(primary, e);
+    for (const e of cleanupErrors) {
+      addSuppressed(primary, e);
+      for (const s of suppressedOf(e)) addSuppressed(primary, s);
     }
     throw primary;
   });

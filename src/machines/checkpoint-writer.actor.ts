@@ -5,8 +5,8 @@
  */
 import { fromPromise } from 'xstate';
 import type { Drainer } from '../services/drainer.ts';
-import { writeRemainder } from '../services/remainder-writer.ts';
-import { addSuppressed, toError } from '../services/errors.ts';
+import { discardRemainder, writeRemainder } from '../services/remainder-writer.ts';
+import { AbortedError, addSuppressed, toError } from '../services/errors.ts';
 import type { CheckpointReply, CheckpointResult, TaskRef } from './events.ts';
 
 export interface CheckpointWriterInput {
@@ -24,17 +24,21 @@ export interface CheckpointWriterInput {
 export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
   async ({ input, signal }) => {
     const { parent, checkpointId, reply } = input;
+    // A checkpoint may be requested from inside a consumer's onBuffer, i.e. between the
+    // drainer's delivery of a buffer and its commit. Cutting there would put that buffer both
+    // before the barrier and in the remainder (G6 overlap). One microtask later the delivery's
+    // synchronous critical section has ended, and the cut below is itself synchronous.
+    await Promise.resolve();
+    if (signal.aborted) {
+      // Row S2: the task ended before the writer ran; nothing was cut, nothing is held.
+      reply.reject(new AbortedError(`checkpoint ${checkpointId}: task ended before it started`));
+      return;
+    }
     let reader;
     try {
-      // Synchronous with the CHECKPOINT event: no delivery can interleave (G6).
       reader = input.drainer.snapshotAndInsertBarriers(checkpointId);
     } catch (error) {
       reply.reject(toError(error)); // row S1: nothing was created
-      return;
-    }
-    if (signal.aborted) {
-      await reader.close().catch(() => undefined); // row S2
-      reply.reject(new Error(`checkpoint ${checkpointId}: task ended before it started`));
       return;
     }
     parent.send({ type: 'SNAPSHOT.OWNED', checkpointId, reader });
@@ -46,14 +50,31 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     } catch (error) {
       failure = toError(error);
     }
+    let closeError: Error | undefined;
     try {
       await reader.close();
     } catch (error) {
+      closeError = toError(error);
       if (failure !== undefined) addSuppressed(failure, error);
       else failure = toError(error);
     }
-    if (!signal.aborted)
-      parent.send({ type: 'SPILL.RELEASED', resource: `snapshot-${checkpointId}` });
+    // A checkpoint of a task that ended meanwhile is aborted, as Flink aborts the checkpoints
+    // of a cancelled task, even if its remainder happened to be complete.
+    if (failure === undefined && signal.aborted) {
+      failure = new AbortedError(`checkpoint ${checkpointId}: task ended while it was written`);
+    }
+    if (failure !== undefined && result?.file !== undefined) {
+      // The remainder was written but the checkpoint fails: a file its caller is told to
+      // ignore must not stay behind looking like a valid checkpoint.
+      await discardRemainder(result.file).catch((e) => addSuppressed(failure!, e));
+    }
+    if (!signal.aborted) {
+      parent.send({
+        type: 'SPILL.RELEASED',
+        resource: `snapshot-${checkpointId}`,
+        ...(closeError !== undefined ? { error: closeError } : {}),
+      });
+    }
     if (failure !== undefined) reply.reject(failure);
     else reply.resolve(result!);
   },

@@ -56,6 +56,12 @@ export interface SnapshotOwnedEvent {
 export interface ReleasedEvent {
   type: 'SPILL.RELEASED';
   resource: ResourceId;
+  /**
+   * The close failed with this error (row C1: say, the last grant's delete hit EIO). The owner
+   * still lets go, but the files may remain, so the fetched state stays owned by the task's
+   * registry, whose close retries the delete; the task reports the error (G5).
+   */
+  error?: Error;
 }
 
 /** Result of a checkpoint taken during recovery. */
@@ -120,4 +126,6 @@ export type TaskRef = ActorRef<Snapshot<unknown>, TaskEvent>;
 /** The events the registry actor takes from the task. */
 export type RegistryEvent =
   | { type: 'own'; resource: ResourceId; closeable: Closeable }
-  | { type: 'disown'; resource: ResourceId };
+  | { type: 'disown'; resource: ResourceId }
+  /** The resourceCloser: close everything still held (after the messages queued before it). */
+  | { type: 'close' };

@@ -17,7 +17,9 @@ export const registryActor = fromCallback<RegistryEvent, RegistryActorInput>(
   ({ input, receive }) => {
     const held = new Map<ResourceId, Closeable>();
     receive((event) => {
-      if (event.type === 'own') {
+      if (event.type === 'close') {
+        void input.closeResources();
+      } else if (event.type === 'own') {
         held.set(event.resource, event.closeable);
         try {
           input.registry.register(event.closeable);

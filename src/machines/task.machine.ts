@@ -7,7 +7,7 @@ import { assign, enqueueActions, setup, type DoneActorEvent } from 'xstate';
 import { CancelledError, toError } from '../services/errors.ts';
 import type { Drainer, DrainReport } from '../services/drainer.ts';
 import type { FetchedChannelState } from '../services/fetched-state.ts';
-import type { OwnerId, ResourceId, TaskEvent } from './events.ts';
+import type { OwnerId, RegistryEvent, ReleasedEvent, ResourceId, TaskEvent } from './events.ts';
 import { fetchMachine, type FetchOutput } from './fetch.machine.ts';
 import { gapMachine } from './gap.machine.ts';
 import { drainMachine } from './drain.machine.ts';
@@ -38,6 +38,11 @@ export interface TaskContext {
   checkpoints: number;
   /** The first real cause of a failure or cancellation (G5). */
   cause: Error | undefined;
+  /**
+   * Failed closes its stages reported while letting go of a resource (row C1): the task's
+   * failure if it otherwise finishes, suppressed under its cause if not.
+   */
+  cleanupErrors: Error[];
 }
 
 const without = (
@@ -51,6 +56,13 @@ const without = (
 
 const isSnapshotResource = (r: string) => r.startsWith('snapshot-');
 
+/**
+ * A release that closed the state's last grant without error: its delete has finished (the
+ * owner's close awaits it), so the files are gone.
+ */
+const stateDeleted = (context: TaskContext, event: ReleasedEvent): boolean =>
+  context.state?.isClosed === true && event.error === undefined;
+
 export const taskMachine = setup({
   types: {} as {
     input: TaskInput;
@@ -61,9 +73,15 @@ export const taskMachine = setup({
   actions: {
     /**
      * The resourceCloser: starts closing the registry. Never throws (it only starts a promise
-     * that `done` awaits), and a second call is a no-op.
+     * that `done` awaits), and a second call is a no-op. It goes through the registry actor's
+     * mailbox rather than closing directly: `sendTo` runs deferred, after the transition, so a
+     * direct close here would snapshot the registry before the `own`/`disown` messages of the
+     * same macrostep arrive (a reader released by SPILL.RELEASED in the step that ends the task
+     * would be closed a second time by the registry, its failure reported twice).
      */
-    resourceCloser: ({ context }) => void context.services.closeResources(),
+    resourceCloser: enqueueActions(({ enqueue }) =>
+      enqueue.sendTo('registry', { type: 'close' } satisfies RegistryEvent),
+    ),
     recordLeftovers: assign({
       closedByRegistry: ({ context }) => Object.keys(context.ownership) as ResourceId[],
       ownership: () => ({}),
@@ -104,6 +122,7 @@ export const taskMachine = setup({
     drain: undefined,
     checkpoints: 0,
     cause: undefined,
+    cleanupErrors: [],
   }),
   // Root-level, so it lives exactly as long as the task; its disposer is the backstop for a
   // bare actor.stop(), where no exit action runs.
@@ -195,15 +214,36 @@ export const taskMachine = setup({
         'SPILL.RELEASED': {
           actions: [
             assign({
-              ownership: ({ context, event }) =>
-                // The state deletes itself with its last grant: once closed, nobody owns it.
-                context.state?.isClosed
-                  ? without(context.ownership, event.resource, 'fetchedState')
-                  : without(context.ownership, event.resource),
+              ownership: ({ context, event }) => {
+                // The state deletes itself with its last grant: once that delete is done,
+                // nobody owns it.
+                if (stateDeleted(context, event)) {
+                  return without(context.ownership, event.resource, 'fetchedState');
+                }
+                const next = without(context.ownership, event.resource);
+                // The releasing stage is about to end; snapshot grants (or a failed delete)
+                // may keep the state alive after it, and then only the task's registry holds it.
+                if (
+                  next.fetchedState !== undefined &&
+                  (event.resource === 'drainer' || event.error !== undefined)
+                ) {
+                  next.fetchedState = 'task';
+                }
+                return next;
+              },
+              cleanupErrors: ({ context, event }) =>
+                event.error === undefined
+                  ? context.cleanupErrors
+                  : [...context.cleanupErrors, event.error],
             }),
-            enqueueActions(({ event, enqueue }) =>
-              enqueue.sendTo('registry', { type: 'disown', resource: event.resource }),
-            ),
+            enqueueActions(({ context, event, enqueue }) => {
+              enqueue.sendTo('registry', { type: 'disown', resource: event.resource });
+              // The registry holds exactly what the ownership map shows: a deleted state needs
+              // no backstop, a state whose delete failed keeps it (its close retries).
+              if (stateDeleted(context, event)) {
+                enqueue.sendTo('registry', { type: 'disown', resource: 'fetchedState' });
+              }
+            }),
           ],
         },
         CHECKPOINT: [

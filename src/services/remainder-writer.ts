@@ -4,6 +4,7 @@
  * `writeInputFromSpill`.
  */
 import { CheckpointWriter } from './checkpoint.ts';
+import { fsSeam } from './fs.ts';
 import { addSuppressed } from './errors.ts';
 import { channelKey } from './fetched-state.ts';
 import type { SpillReader } from './spill-reader.ts';
@@ -59,4 +60,18 @@ export async function writeRemainder(reader: SpillReader, out: string): Promise<
     throw error;
   }
   return { file: writer?.path, channels: [...perChannel.values()], bytes: total };
+}
+
+/**
+ * Deletes a remainder file written by {@link writeRemainder} whose checkpoint failed afterwards
+ * (its snapshot reader could not be closed), so a failed checkpoint leaves no file behind.
+ *
+ * @example
+ * ```ts
+ * const { file } = await writeRemainder(reader, out);
+ * try { await reader.close(); } catch (e) { if (file) await discardRemainder(file); throw e; }
+ * ```
+ */
+export async function discardRemainder(file: string): Promise<void> {
+  await fsSeam.rm(file);
 }

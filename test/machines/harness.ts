@@ -1,0 +1,286 @@
+/**
+ * Shared fixtures of the lifecycle-machine suites: small real checkpoints in temp dirs, a spill
+ * root per test, recording channel consumers, and the leak check (G1) every test ends with.
+ */
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, expect } from 'vitest';
+import type { InspectionEvent, AnyEventObject } from 'xstate';
+import { recoverChannelState, type RecoverOptions, type Recovery } from '../../src/recover.ts';
+import {
+  makeCheckpoint,
+  readCheckpoint,
+  type MadeCheckpoint,
+} from '../../src/services/checkpoint.ts';
+import type { ChannelConsumer } from '../../src/services/drainer.ts';
+import { channelKey, type ChannelInfo } from '../../src/services/fetched-state.ts';
+import type { SpillLimits } from '../../src/services/fetch-stage.ts';
+import { resetFsSeam } from '../../src/services/fs.ts';
+import { SpillRoot } from '../../src/services/spill-root.ts';
+import { suppressedOf } from '../../src/services/errors.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+
+/** Small bounds so a checkpoint of a few hundred KiB spreads over many files and segments. */
+export const SMALL_LIMITS: SpillLimits = {
+  maxSpillFileBytes: 64 * 1024,
+  maxSegmentBytes: 16 * 1024,
+  bufferBytes: 4 * 1024,
+  readChunkBytes: 16 * 1024,
+};
+
+const roots: string[] = [];
+
+// Registered after the temp helper's hook, so it runs before the temp dirs are removed.
+afterEach(async () => {
+  resetFsSeam();
+  // Never fails the hook: a leak is the test's own assertion, and a throwing hook would skip
+  // the temp helper's removal of the dirs.
+  while (roots.length > 0) {
+    const root = roots.pop()!;
+    await SpillRoot.open(root)
+      .then((spill) => spill.close())
+      .catch(() => undefined);
+  }
+});
+
+export interface Deferred<T = void> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Lets `n` macrotasks pass, so anything that could still run (a late write) has had its turn. */
+export async function macrotasks(n = 5): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Waits until `condition` holds: a state, never a duration. Polls once per timer tick so real
+ * disk I/O can progress; the bound only turns a hang into a readable failure.
+ */
+export async function until(condition: () => boolean, what: string, limit = 20_000): Promise<void> {
+  for (let i = 0; i < limit; i++) {
+    if (condition()) return;
+    await new Promise<void>((resolve) => setTimeout(resolve, 1));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+/** The rejection reason, or 'ok'; attached at once so nothing goes unhandled. */
+export function settle(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => 'ok',
+    (e: unknown) => e,
+  );
+}
+
+export interface Fixture {
+  /** Temp dir holding the input checkpoint and checkpoint outputs. */
+  dir: string;
+  /** The spill root of the test (its own temp dir). */
+  root: string;
+  checkpoint: string;
+  made: MadeCheckpoint;
+  /** Each channel's recovered bytes, from the checkpoint itself. */
+  original: Map<string, Buffer>;
+}
+
+/** A real checkpoint (default 512 KiB over 2×3 channels) and a fresh spill root. */
+export async function fixture(
+  options: { kib?: number; seed?: number; gates?: number; channels?: number } = {},
+): Promise<Fixture> {
+  const dir = await makeTempRoot();
+  const root = await makeTempRoot();
+  roots.push(root);
+  const made = await makeCheckpoint({
+    out: join(dir, 'in.spwc'),
+    mb: (options.kib ?? 512) / 1024,
+    seed: options.seed ?? 1,
+    gates: options.gates ?? 2,
+    channels: options.channels ?? 3,
+    maxEntryBytes: 24 * 1024,
+  });
+  return { dir, root, checkpoint: made.path, made, original: await channelBytes(made.path) };
+}
+
+/** Every channel's bytes in a checkpoint file, concatenated in file order. */
+export async function channelBytes(path: string): Promise<Map<string, Buffer>> {
+  const parts = new Map<string, Buffer[]>();
+  let key = '';
+  await readCheckpoint(path, {
+    onEntry(gate, channel) {
+      key = channelKey({ gate, channel });
+      if (!parts.has(key)) parts.set(key, []);
+    },
+    onPayload(chunk) {
+      parts.get(key)!.push(Buffer.from(chunk)); // the reader reuses its buffer
+    },
+  });
+  return new Map([...parts].map(([k, v]) => [k, Buffer.concat(v)]));
+}
+
+/** One channel's deliveries and barriers, in the order the consumer saw them. */
+export type ChannelLog = (Buffer | { barrier: number })[];
+
+export interface Recorder {
+  channels: (info: ChannelInfo) => ChannelConsumer;
+  logs: Map<string, ChannelLog>;
+  finished: Set<string>;
+  /** Total bytes delivered so far, all channels. */
+  bytes(): number;
+  /** Buffers delivered so far, all channels. */
+  buffers(): number;
+  /** Bytes of `key` delivered before the barrier of checkpoint `id` (all of them if none). */
+  before(key: string, id: number): Buffer;
+  delivered(key: string): Buffer;
+}
+
+/**
+ * Consumers that record everything. `onBuffer` may be replaced per call (`hook`) to throw, to
+ * hand back a promise that yields, or to take a checkpoint.
+ */
+export function recorder(
+  hook?: (info: ChannelInfo, buffer: Buffer, seen: number) => void | Promise<void>,
+): Recorder {
+  const logs = new Map<string, ChannelLog>();
+  const finished = new Set<string>();
+  let total = 0;
+  let seen = 0;
+  return {
+    logs,
+    finished,
+    bytes: () => total,
+    buffers: () => seen,
+    channels: (info) => {
+      const key = channelKey(info);
+      const log: ChannelLog = [];
+      logs.set(key, log);
+      return {
+        onBuffer(buffer) {
+          log.push(buffer);
+          total += buffer.length;
+          return hook?.(info, buffer, ++seen);
+        },
+        onFinished() {
+          finished.add(key);
+        },
+        onBarrier(id) {
+          log.push({ barrier: id });
+        },
+      };
+    },
+    before(key, id) {
+      const log = logs.get(key) ?? [];
+      const end = log.findIndex((e) => !Buffer.isBuffer(e) && e.barrier === id);
+      const part = end === -1 ? log : log.slice(0, end);
+      return Buffer.concat(part.filter((e): e is Buffer => e instanceof Buffer));
+    },
+    delivered(key) {
+      return Buffer.concat((logs.get(key) ?? []).filter((e): e is Buffer => e instanceof Buffer));
+    },
+  };
+}
+
+export interface Watched {
+  recovery: Recovery;
+  /** The task dir as announced by SPILL.OWNED (undefined until the fetch stage acquires it). */
+  taskDir(): string | undefined;
+  /** Every event delivered to the task actor, in order (`@xstate.event`). */
+  events: AnyEventObject[];
+  /** Runs `fn` synchronously the moment an event of `type` reaches any actor. */
+  onEvent(type: string, fn: (event: AnyEventObject) => void): void;
+}
+
+/** Starts a recovery of `fx` with small limits and an inspector that records what it needs. */
+export function start(
+  fx: Fixture,
+  options: Partial<RecoverOptions> & { inspectAlso?: (e: InspectionEvent) => void } = {},
+): Watched {
+  let taskDir: string | undefined;
+  const events: AnyEventObject[] = [];
+  const listeners: { type: string; fn: (event: AnyEventObject) => void }[] = [];
+  const { inspectAlso, ...rest } = options;
+  const recovery = recoverChannelState({
+    checkpoint: fx.checkpoint,
+    spillRoot: fx.root,
+    limits: SMALL_LIMITS,
+    channels: recorder().channels,
+    ...rest,
+    inspect: (e) => {
+      if (e.type === '@xstate.event') {
+        const event = e.event;
+        if (event.type === 'SPILL.OWNED' && event.resource === 'taskDir') taskDir = event.detail;
+        if (e.actorRef.sessionId === e.rootId) events.push(event);
+        for (const l of listeners) if (l.type === event.type) l.fn(event);
+      }
+      inspectAlso?.(e);
+    },
+  });
+  return {
+    recovery,
+    taskDir: () => taskDir,
+    events,
+    onEvent: (type, fn) => listeners.push({ type, fn }),
+  };
+}
+
+/**
+ * What this process left in a spill root: task dirs under its owner dirs and spill segments
+ * anywhere (G1). The owner dir itself stays while the process lives.
+ */
+export async function leftovers(root: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const path = join(dir, name);
+      if (name.startsWith('task-') || /^spill-segment-\d+\.bin$/.test(name)) found.push(path);
+      if (depth < 4 && !name.includes('.')) await walk(path, depth + 1);
+    }
+  };
+  await walk(join(root, 'spillway'), 0);
+  return found;
+}
+
+/** G1 as an assertion: nothing now, and nothing created a few macrotasks later either. */
+export async function expectNoLeak(fx: Fixture, taskDir?: string): Promise<void> {
+  expect(await leftovers(fx.root)).toEqual([]);
+  if (taskDir !== undefined) expect(existsSync(taskDir)).toBe(false);
+  await macrotasks(10);
+  expect(await leftovers(fx.root)).toEqual([]);
+}
+
+/** The cause and everything in its `.suppressed`, recursively (for "never a raw ENOENT"). */
+export function errorTree(error: unknown): Error[] {
+  const out: Error[] = [];
+  const visit = (e: unknown) => {
+    if (!(e instanceof Error) || out.includes(e)) return;
+    out.push(e);
+    for (const s of suppressedOf(e)) visit(s);
+    if (e.cause !== undefined) visit(e.cause);
+  };
+  visit(error);
+  return out;
+}
+
+/** The errno `code` of an error, if it has one. */
+export function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
