@@ -45,7 +45,7 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     let result: CheckpointResult | undefined;
     let failure: Error | undefined;
     try {
-      const summary = await writeRemainder(reader, input.out);
+      const summary = await writeRemainder(reader, input.out, input.drainer.state.taskDir);
       result = { checkpointId, file: summary.file, channels: summary.channels };
     } catch (error) {
       failure = toError(error);
@@ -60,8 +60,12 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     }
     // A checkpoint of a task that ended meanwhile is aborted, as Flink aborts the checkpoints
     // of a cancelled task, even if its remainder happened to be complete.
-    if (failure === undefined && signal.aborted) {
-      failure = new AbortedError(`checkpoint ${checkpointId}: task ended while it was written`);
+    // Whatever the write hit after the task ended (its staging file deleted with the task dir,
+    // a fenced read) is a consequence of that ending, not the checkpoint's own failure.
+    if (signal.aborted && !(failure instanceof AbortedError)) {
+      failure = new AbortedError(`checkpoint ${checkpointId}: task ended while it was written`, {
+        cause: failure,
+      });
     }
     if (failure !== undefined && result?.file !== undefined) {
       // The remainder was written but the checkpoint fails: a file its caller is told to

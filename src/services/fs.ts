@@ -19,6 +19,8 @@ export const FS_OPS = [
   'unlink',
   'rm',
   'rename',
+  'link',
+  'copyFile',
   'stat',
   'lstat',
   'readdir',
@@ -225,6 +227,18 @@ export const fsSeam = {
   async rename(from: string, to: string): Promise<void> {
     await gate('rename', from);
     await fsp.rename(from, to);
+  },
+
+  /** A new hard link: fails with EEXIST instead of replacing `to` (a safe publish). */
+  async link(from: string, to: string): Promise<void> {
+    await gate('link', to);
+    await fsp.link(from, to);
+  },
+
+  /** Copies a file, never replacing an existing `to`. */
+  async copyFile(from: string, to: string): Promise<void> {
+    await gate('copyFile', to);
+    await fsp.copyFile(from, to, fs.constants.COPYFILE_EXCL);
   },
 
   async stat(path: string): Promise<fs.Stats> {

@@ -3,6 +3,8 @@
  * during recovery) as an SPWC checkpoint file: one entry per segment, like Flink's
  * `writeInputFromSpill`.
  */
+import { randomBytes } from 'node:crypto';
+import { basename, join } from 'node:path';
 import { CheckpointWriter } from './checkpoint.ts';
 import { fsSeam } from './fs.ts';
 import { addSuppressed } from './errors.ts';
@@ -20,13 +22,26 @@ export interface RemainderSummary {
  * Replays `reader` into a new SPWC file at `out`. Memory stays bounded by one spill segment
  * (≤ 1 MiB by default). Does not close the reader: its owner does, on every path.
  *
+ * With `stagingDir` (the task dir) the file is written there and moved to `out` only when
+ * complete: a `kill -9` mid-write then leaves the partial file where the next start's sweep
+ * removes it, never a truncated checkpoint at `out`; and a cancel that deletes the task dir
+ * takes the partial file with it.
+ *
  * @example
  * ```ts
  * const reader = drainer.snapshotAndInsertBarriers(7);
  * try { await writeRemainder(reader, 'cp-7.spwc'); } finally { await reader.close(); }
  * ```
  */
-export async function writeRemainder(reader: SpillReader, out: string): Promise<RemainderSummary> {
+export async function writeRemainder(
+  reader: SpillReader,
+  out: string,
+  stagingDir?: string,
+): Promise<RemainderSummary> {
+  const target =
+    stagingDir === undefined
+      ? out
+      : join(stagingDir, `remainder-${randomBytes(4).toString('hex')}-${basename(out)}.partial`);
   const perChannel = new Map<string, { gate: number; channel: number; bytes: number }>();
   let writer: CheckpointWriter | undefined;
   let total = 0;
@@ -41,7 +56,7 @@ export async function writeRemainder(reader: SpillReader, out: string): Promise<
         pieces.push(b);
       }
       const body = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
-      writer ??= await CheckpointWriter.create(out);
+      writer ??= await CheckpointWriter.create(target);
       await writer.append(segment.gate, segment.channel, body);
       const key = channelKey(segment);
       const entry = perChannel.get(key) ?? {
@@ -54,12 +69,30 @@ export async function writeRemainder(reader: SpillReader, out: string): Promise<
       total += body.length;
     }
     await writer?.close();
+    if (writer !== undefined && target !== out) await moveInto(target, out);
   } catch (error) {
     // A half-written checkpoint file is worse than none: remove it, keep the first cause.
     await writer?.discard().catch((e) => addSuppressed(error as Error, e));
     throw error;
   }
-  return { file: writer?.path, channels: [...perChannel.values()], bytes: total };
+  return {
+    file: writer === undefined ? undefined : out,
+    channels: [...perChannel.values()],
+    bytes: total,
+  };
+}
+
+/**
+ * Publishes the staged file at `to` without replacing an existing file there: a hard link, or a
+ * copy across file systems. The staged file stays in the task dir and goes with it.
+ */
+async function moveInto(from: string, to: string): Promise<void> {
+  try {
+    await fsSeam.link(from, to);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EXDEV') throw e;
+    await fsSeam.copyFile(from, to);
+  }
 }
 
 /**

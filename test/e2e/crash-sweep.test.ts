@@ -208,8 +208,12 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
       }),
     ]);
     const paused = await nextMessage<Paused>(child, (m) => m.phase === 'checkpoint');
-    // Mid-write: the remainder file exists and has its first megabyte, more is to come.
-    expect((await stat(remainder)).size).toBeGreaterThan(0);
+    // Mid-write: the remainder is staged in the task dir with its first megabyte, more is to
+    // come; nothing is published at its destination yet.
+    const staged = (await readdir(paused.taskDir)).filter((f) => f.endsWith('cp-1.spwc.partial'));
+    expect(staged).toHaveLength(1);
+    expect((await stat(join(paused.taskDir, staged[0]!))).size).toBeGreaterThan(0);
+    expect(existsSync(remainder)).toBe(false);
     expect(child.stdout).not.toContain('"event":"checkpoint"');
     await sigkill(child);
     const owner = await expectDeadOwnerFiles(root);
@@ -219,6 +223,8 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
     const report = await sweep(root);
     expect(report.swept).toEqual([owner]);
     expect(await spillLeftovers(root)).toEqual([]);
+    // The sweep took the half-written remainder with the task dir; no truncated checkpoint.
+    expect(existsSync(remainder)).toBe(false);
   });
 
   it('G7 the next spillway recover in the same spill root sweeps the dead owner dir at start-up', async () => {

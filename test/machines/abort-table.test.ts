@@ -627,7 +627,7 @@ describe('abort table: snapshots (S)', () => {
     const w = start(fx, { taskId: 's2late', channels: rec.channels });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out1 = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path === out1);
+    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const cp1 = settle(w.recovery.checkpoint(1, { out: out1 }));
     await pause.reached;
     // The registry closes snapshot-1's reader first (registered last) and awaits it, so the
@@ -681,7 +681,7 @@ describe('abort table: snapshots (S)', () => {
     const w = start(fx, { taskId: 's4', channels: rec.channels });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out = join(fx.dir, 'cp1.spwc');
-    injectFault({ op: 'write', code: 'EIO', pathIncludes: out });
+    injectFault({ op: 'write', code: 'EIO', pathIncludes: 'cp1.spwc.partial' });
     const state = w.recovery.actor.getSnapshot().context.state!;
     const grants = state.refCount;
     const error = await settle(w.recovery.checkpoint(1, { out }));
@@ -744,7 +744,7 @@ describe('abort table: cleanup (C)', () => {
     const w = start(fx, { taskId: 'c1snap', channels: rec.channels });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path === out);
+    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const cp = settle(w.recovery.checkpoint(1, { out }));
     await pause.reached;
     hold.resolve();
@@ -798,7 +798,7 @@ describe('abort table: cleanup (C)', () => {
     const w = start(fx, { taskId: 'c3', channels: rec.channels, autoFinish: false });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path === out);
+    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const cp = settle(w.recovery.checkpoint(1, { out }));
     await pause.reached;
     hold.resolve();

@@ -89,7 +89,7 @@ describe('ownership (G2)', () => {
         seen.push({ at: 'create spill file', ownership: ownershipOf(w) });
       } else if (op === 'read' && path.includes('spill-segment-') && phase === 'drain') {
         seen.push({ at: 'drain read', ownership: ownershipOf(w) });
-      } else if (op === 'write' && path === out) {
+      } else if (op === 'write' && path.endsWith('cp1.spwc.partial')) {
         seen.push({ at: 'checkpoint write', ownership: ownershipOf(w) });
         writerPaused.resolve();
         await writerGo.promise;

@@ -168,7 +168,7 @@ describe('bare actor.stop() anywhere (G1)', () => {
       return seen === 10 ? hold.promise : undefined;
     });
     const out = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path === out);
+    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const w = start(fx, { taskId: 'stop-running', channels: rec.channels });
     await until(() => delivered >= 10, 'buffer 10 delivered');
     const cp = settle(w.recovery.checkpoint(1, { out }));
