@@ -1,0 +1,499 @@
+/**
+ * The inspector relay without a browser: what it serves, to whom, what it relays about a real
+ * recovery, how it sanitizes, how it bounds its history, the Stately interop stream, and that
+ * it never keeps the process alive once closed.
+ */
+import { request } from 'node:http';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import WebSocket from 'ws';
+import { createActor, createMachine } from 'xstate';
+import {
+  HISTORY_LIMIT,
+  startInspectorServer,
+  type InspectorRecord,
+  type InspectorServer,
+  type ServerMessage,
+} from '../../inspector/server.ts';
+import { sanitize } from '../../inspector/sanitize.ts';
+import { recoverChannelState } from '../../src/recover.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint.ts';
+import { FetchedChannelState, channelKey } from '../../src/services/fetched-state.ts';
+import { Drainer } from '../../src/services/drainer.ts';
+import { addSuppressed } from '../../src/services/errors.ts';
+import { makeTempRoot, spawnCli, spawnTracked, spillLeftovers, waitFor } from '../e2e/harness.ts';
+
+// One spill root for the in-process recoveries of this file. SpillRoot caches open roots by
+// device and inode, and a fresh temp dir often reuses the inode of the one just deleted, which
+// would hand a later test the stale root (reported; see the report of issue 7).
+let spillRoot: string;
+beforeAll(async () => {
+  spillRoot = await mkdtemp(join(tmpdir(), 'spillway-test-inspector-'));
+});
+afterAll(async () => {
+  try {
+    // This process's owner dir stays until it exits; no task dir or spill file may.
+    const left = await spillLeftovers(spillRoot);
+    expect(left.filter((p) => /task-|spill-segment/.test(p))).toEqual([]);
+  } finally {
+    await rm(spillRoot, { recursive: true, force: true });
+  }
+});
+
+const servers: InspectorServer[] = [];
+const sockets: WebSocket[] = [];
+afterEach(async () => {
+  for (const ws of sockets.splice(0)) ws.terminate();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function start(options?: Parameters<typeof startInspectorServer>[0]) {
+  const server = await startInspectorServer(options);
+  servers.push(server);
+  return server;
+}
+
+interface Get {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+function get(port: number, path: string, headers: Record<string, string> = {}): Promise<Get> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A page stand-in: collects everything the relay sends on `path`. */
+async function listen(port: number, path = '/ws', headers: Record<string, string> = {}) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers });
+  sockets.push(ws);
+  const messages: unknown[] = [];
+  ws.on('message', (data) => messages.push(JSON.parse(data.toString())));
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const records = () =>
+    (messages as ServerMessage[]).flatMap((m) => (m.type === 'batch' ? m.records : []));
+  return { ws, messages, records };
+}
+
+let madeCount = 0;
+async function recoverOnce(root: string, inspect: InspectorServer['inspect'], taskId?: string) {
+  const made = await makeCheckpoint({
+    out: join(root, `in-${++madeCount}.spwc`),
+    mb: 0.5,
+    seed: 5,
+  });
+  const recovery = recoverChannelState({
+    checkpoint: made.path,
+    spillRoot,
+    inspect,
+    ...(taskId ? { taskId } : {}),
+    channels: () => ({ onBuffer: () => undefined, onFinished: () => undefined }),
+  });
+  await recovery.done;
+  return recovery.taskId;
+}
+
+const EXTERNAL_URL = /(?:https?:)?\/\/(?!127\.0\.0\.1[:/]|localhost[:/])[a-z0-9.-]+/gi;
+
+describe('serving the page', () => {
+  test('the page, its script and its style load from the relay and name no external URL', async () => {
+    const server = await start();
+    expect(server.url).toBe(`http://127.0.0.1:${server.port}/`);
+    for (const path of ['/', '/app.js', '/style.css']) {
+      const res = await get(server.port, path);
+      expect(res.status, path).toBe(200);
+      expect(res.body.length, path).toBeGreaterThan(100);
+      // Neither http(s):// nor protocol-relative //host, except the relay itself.
+      expect(res.body.match(EXTERNAL_URL) ?? [], path).toEqual([]);
+      expect(String(res.headers['content-security-policy']), path).toContain("default-src 'self'");
+    }
+    expect((await get(server.port, '/stately')).status).toBe(404);
+    expect((await get(server.port, '/nope')).status).toBe(404);
+  });
+
+  test('listens on 127.0.0.1 only: another address of this host is refused', async () => {
+    const server = await start();
+    const other = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    if (other === undefined) {
+      console.warn('no non-loopback IPv4 address on this host: only the bound address is checked');
+    } else {
+      const refused = await new Promise<string>((resolve) => {
+        const req = request({ host: other, port: server.port, path: '/', timeout: 3000 }, () =>
+          resolve('connected'),
+        );
+        req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+        req.on('timeout', () => req.destroy(Object.assign(new Error('t'), { code: 'ETIMEDOUT' })));
+        req.end();
+      });
+      expect(refused).not.toBe('connected');
+    }
+    // A port taken on 127.0.0.1 is a clear error, not a crash.
+    await expect(startInspectorServer({ port: server.port })).rejects.toThrow(/in use/);
+  });
+
+  test('a foreign Host or Origin is refused (DNS rebinding)', async () => {
+    const server = await start();
+    expect((await get(server.port, '/', { host: 'evil.example' })).status).toBe(403);
+    expect((await get(server.port, '/', { host: `localhost:${server.port}` })).status).toBe(200);
+    await expect(listen(server.port, '/ws', { origin: 'http://evil.example' })).rejects.toThrow(
+      /403/,
+    );
+    await expect(
+      listen(server.port, '/ws', { origin: `http://127.0.0.1:${server.port}` }),
+    ).resolves.toBeDefined();
+  });
+});
+
+describe('relaying a real recovery', () => {
+  test('a page sees definitions, the actor tree, the stages in order and the hand-offs with their sources', async () => {
+    const root = await makeTempRoot();
+    const server = await start();
+    const page = await listen(server.port);
+    const taskId = await recoverOnce(root, server.inspect);
+    const task = `task-${taskId}`;
+    await waitFor('the final snapshot', () =>
+      page.records().some((r) => r.k === 'snap' && r.path === '' && r.status === 'done')
+        ? true
+        : undefined,
+    );
+    const records = page.records();
+
+    const defs = records.flatMap((r) => (r.k === 'def' ? [r.def] : []));
+    expect(defs.map((d) => d.key).sort()).toEqual(['drain', 'fetch', 'gap', 'task']);
+    const taskDef = defs.find((d) => d.key === 'task')!;
+    const restoring = taskDef.root.states[0]!.states.find((s) => s.key === 'restoring')!;
+    expect(restoring.states.map((s) => s.key)).toEqual(['fetching', 'gap', 'draining']);
+    expect(restoring.states[0]!.description).toMatch(/Stage 1/);
+    expect(restoring.states[0]!.invoke).toEqual([{ id: 'fetch', src: 'fetchMachine' }]);
+
+    const actors = records.flatMap((r) => (r.k === 'actor' ? [r] : []));
+    expect(actors.every((a) => a.task === task)).toBe(true);
+    expect(actors.map((a) => `${a.path}:${a.kind}`)).toEqual(
+      expect.arrayContaining([
+        ':machine',
+        'registry:callback',
+        'fetch:machine',
+        'fetch/spill:promise',
+        'gap:machine',
+        'gap/buildDrainer:promise',
+        'drain:machine',
+        'drain/drainChannels:promise',
+      ]),
+    );
+
+    const leaves = records
+      .flatMap((r) => (r.k === 'snap' && r.path === '' ? [JSON.stringify(r.value)] : []))
+      .filter((v, k, all) => v !== all[k - 1]);
+    expect(leaves).toEqual([
+      '{"alive":{"restoring":"fetching"}}',
+      '{"alive":{"restoring":"gap"}}',
+      '{"alive":{"restoring":"draining"}}',
+      '"finished"',
+    ]);
+
+    const toTask = records.flatMap((r) => (r.k === 'event' && r.path === '' ? [r] : []));
+    const sourceOf = (type: string) => toTask.find((e) => e.type === type);
+    expect(sourceOf('SPILL.OWNED')).toMatchObject({ source: 'fetch', inferred: true });
+    expect(sourceOf('FETCH.HANDOFF')).toMatchObject({ source: 'fetch', inferred: true });
+    expect(sourceOf('DRAINER.READY')).toMatchObject({ source: 'gap', inferred: true });
+    expect(sourceOf('SPILL.RELEASED')).toMatchObject({ source: 'drain', inferred: true });
+    expect(sourceOf('xstate.done.actor.fetch')).toMatchObject({ source: 'fetch' });
+    expect(sourceOf('xstate.done.actor.fetch')!.inferred).toBeUndefined();
+
+    // Ownership as the lane draws it: fetch → gap → drain, nothing left at the end.
+    const owners = records.flatMap((r) =>
+      r.k === 'snap' && r.path === ''
+        ? [JSON.stringify((r.context as { ownership: unknown }).ownership)]
+        : [],
+    );
+    expect(owners).toEqual(
+      expect.arrayContaining([
+        '{"taskDir":"fetch"}',
+        '{"fetchedState":"gap"}',
+        '{"fetchedState":"gap","drainer":"gap"}',
+        '{"fetchedState":"drain","drainer":"drain"}',
+        '{}',
+      ]),
+    );
+
+    // Sanitized: summaries, never services, handles or buffers.
+    const handoff = sourceOf('FETCH.HANDOFF')!.data as { state: unknown };
+    expect(handoff.state).toEqual({ files: expect.any(Number), refCount: 1, closed: false });
+    const text = JSON.stringify(records);
+    expect(text).not.toMatch(/"services"|"closeable"|"Buffer"|"fd"|"handle"/);
+  });
+
+  test('a page that connects after the run replays the whole history in order', async () => {
+    const root = await makeTempRoot();
+    const server = await start();
+    const early = await listen(server.port);
+    await recoverOnce(root, server.inspect, 'one');
+    await recoverOnce(root, server.inspect, 'two');
+    await waitFor('both tasks to end', () =>
+      early.records().filter((r) => r.k === 'snap' && r.path === '' && r.status === 'done')
+        .length === 2
+        ? true
+        : undefined,
+    );
+    const late = await listen(server.port);
+    await waitFor('the replay', () =>
+      late.records().length >= early.records().length ? true : undefined,
+    );
+    expect((late.messages[0] as ServerMessage).type).toBe('hello');
+    const seq = (rs: InspectorRecord[]) => rs.map((r) => r.i);
+    expect(seq(late.records())).toEqual(seq(early.records()));
+    expect(new Set(late.records().map((r) => ('task' in r ? r.task : '')))).toEqual(
+      new Set(['', 'task-one', 'task-two']),
+    );
+    // The same history can be downloaded.
+    const download = JSON.parse((await get(server.port, '/history.json')).body) as {
+      records: InspectorRecord[];
+    };
+    expect(download.records.length).toBe(
+      late.records().filter((r) => r.k !== 'def' && r.k !== 'metrics').length,
+    );
+    // Live records reach a page in batches, not one message per inspection event.
+    const batches = early.messages.filter((m) => (m as ServerMessage).type === 'batch');
+    expect(batches.length).toBeLessThan(early.records().length / 4);
+  });
+
+  test('a task id that repeats gets its own key, so its runs are not merged', async () => {
+    const root = await makeTempRoot();
+    const server = await start();
+    const page = await listen(server.port);
+    await recoverOnce(root, server.inspect, 'again');
+    await recoverOnce(root, server.inspect, 'again');
+    await waitFor('two roots', () =>
+      page.records().filter((r) => r.k === 'actor' && r.path === '').length === 2
+        ? true
+        : undefined,
+    );
+    const roots = page.records().flatMap((r) => (r.k === 'actor' && r.path === '' ? [r.task] : []));
+    expect(roots).toEqual(['task-again', 'task-again#2']);
+  });
+
+  test('the history is bounded, says how much it dropped, and metrics are kept apart', async () => {
+    const server = await start();
+    const machine = createMachine({
+      id: 'busy',
+      initial: 'a',
+      states: { a: { on: { TICK: 'b' } }, b: { on: { TICK: 'a' } } },
+    });
+    const actor = createActor(machine, { id: 'busy', inspect: server.inspect }).start();
+    // One event record and one snapshot record per TICK.
+    for (let k = 0; k < HISTORY_LIMIT / 2 + 1000; k++) actor.send({ type: 'TICK' });
+    actor.stop();
+    server.publishMetrics({ files: 3, bytes: 4096, liveTasks: 1, at: 1 });
+    await new Promise((r) => setTimeout(r, 120)); // one batch period: everything flushed
+    const page = await listen(server.port);
+    await waitFor('the replay', () =>
+      page.records().some((r) => r.k === 'metrics') && page.records().length >= HISTORY_LIMIT * 0.9
+        ? true
+        : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 120));
+    const hello = page.messages[0] as Extract<ServerMessage, { type: 'hello' }>;
+    expect(hello.dropped).toBeGreaterThan(0);
+    const records = page.records();
+    expect(records.filter((r) => r.k !== 'def' && r.k !== 'metrics').length).toBeLessThanOrEqual(
+      HISTORY_LIMIT,
+    );
+    expect(records.find((r) => r.k === 'metrics')).toMatchObject({ files: 3, bytes: 4096, t: 1 });
+    expect(records.find((r) => r.k === 'def')).toMatchObject({ def: { key: 'busy' } });
+  });
+
+  test('inspect and publishMetrics after close are no-ops, and close is idempotent', async () => {
+    const server = await startInspectorServer();
+    await server.close();
+    await server.close();
+    const actor = createActor(createMachine({ id: 'late' }), { inspect: server.inspect });
+    expect(() => actor.start()).not.toThrow();
+    actor.stop();
+    expect(() => server.publishMetrics({ files: 1, bytes: 1, liveTasks: 1 })).not.toThrow();
+  });
+});
+
+describe('sanitizing', () => {
+  test('contexts and events become plain data: summaries for state, drainer and errors; no services, functions or buffers', async () => {
+    const root = await makeTempRoot();
+    const state = new FetchedChannelState([join(root, 'a'), join(root, 'b')], undefined, [
+      { gate: 0, channel: 0 },
+    ]);
+    state.acquire();
+    const drainer = new Drainer(
+      state,
+      new Map([
+        [
+          channelKey({ gate: 0, channel: 0 }),
+          { onBuffer: () => undefined, onFinished: () => undefined },
+        ],
+      ]),
+    );
+    const cause = new Error('disk full');
+    addSuppressed(cause, new Error('later'));
+    class Handle {}
+    const out = sanitize({
+      services: { registry: {} },
+      parent: { id: 'x' },
+      state,
+      drainer,
+      cause,
+      payload: Buffer.alloc(32768),
+      map: new Map([[1, 2]]),
+      handle: new Handle(),
+      fn: () => 1,
+      nested: { deep: { deeper: { deepest: { bottom: { floor: 1 } } } } },
+      list: Array.from({ length: 60 }, (_, k) => k),
+    });
+    expect(out).toEqual({
+      state: { files: 2, refCount: 2, closed: false },
+      drainer: { phase: 'ready' },
+      cause: { name: 'Error', message: 'disk full', suppressed: 1 },
+      payload: '<32768 bytes>',
+      map: '[Map 1]',
+      handle: '[Handle]',
+      nested: { deep: { deeper: { deepest: { bottom: '[…]' } } } },
+      list: [...Array.from({ length: 50 }, (_, k) => k), '… 10 more'],
+    });
+    await drainer.close();
+    await state.close();
+  });
+});
+
+describe('Stately interop', () => {
+  test('stately: true forwards the same stream in Stately format and serves the bridge page', async () => {
+    const root = await makeTempRoot();
+    const server = await start({ stately: true });
+    const bridge = await get(server.port, '/stately');
+    expect(bridge.status).toBe(200);
+    expect(bridge.body).toContain('https://stately.ai/inspect');
+    expect(bridge.body).toContain("'/stately/ws'");
+    const stately = await listen(server.port, '/stately/ws');
+    await recoverOnce(root, server.inspect, 'st');
+    type Ev = { type: string; _version: string; [k: string]: unknown };
+    await waitFor('the root snapshot in Stately format', () =>
+      (stately.messages as Ev[]).some(
+        (m) =>
+          m.type === '@xstate.snapshot' &&
+          m.sessionId === 'task-st#root' &&
+          (m.snapshot as { status: string }).status === 'done',
+      )
+        ? true
+        : undefined,
+    );
+    const events = stately.messages as Ev[];
+    expect(new Set(events.map((e) => e._version))).toEqual(new Set(['0.7.2']));
+    const fetch = events.find((e) => e.type === '@xstate.actor' && e.name === 'fetch')!;
+    expect(fetch).toMatchObject({
+      sessionId: 'task-st/fetch',
+      parentId: 'task-st#root',
+      rootId: 'task-st#root',
+    });
+    expect(JSON.parse(fetch.definition as string)).toMatchObject({
+      id: 'fetch',
+      states: { spilling: expect.any(Object), handedOff: expect.any(Object) },
+    });
+    expect(events).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          type: '@xstate.event',
+          sourceId: 'task-st/fetch',
+          event: expect.objectContaining({ type: 'FETCH.HANDOFF' }),
+        }),
+      ]),
+    );
+    expect(JSON.stringify(events)).not.toMatch(/"services"|"closeable"|"Buffer"/);
+    // A late Stately client gets the buffered stream too.
+    const late = await listen(server.port, '/stately/ws');
+    await waitFor('the buffered stream', () => (late.messages.length > 0 ? true : undefined));
+  });
+});
+
+describe('the process exits', () => {
+  test.each([
+    ['plain', 'nosocket'],
+    ['stately', 'nosocket'],
+    ['plain', 'socket'],
+    ['stately', 'socket'],
+  ])(
+    'after close() with inspection on (%s, page socket: %s): nothing keeps Node alive',
+    async (mode, socket) => {
+      const root = await makeTempRoot();
+      const child = spawnTracked(process.execPath, [
+        '--import',
+        'tsx',
+        join(import.meta.dirname, 'fixtures', 'close-child.ts'),
+        root,
+        mode,
+        socket,
+      ]);
+      // A process kept alive by the inspector never exits: give up after 20 s and say so.
+      const timeout = new Promise<'hung'>((resolve) =>
+        setTimeout(() => resolve('hung'), 20_000).unref(),
+      );
+      const ended = await Promise.race([child.exited, timeout]);
+      expect(ended, 'the child process did not exit after close()').not.toBe('hung');
+      const { code } = ended as { code: number | null };
+      expect(child.stderr).toBe('');
+      expect(code).toBe(0);
+      const result = JSON.parse(child.stdout.trim()) as {
+        closed: boolean;
+        pageSocket: number | null;
+      };
+      expect(result.closed).toBe(true);
+      // An open page socket is closed by close(), not left to keep the process alive.
+      if (socket === 'socket') expect(result.pageSocket).not.toBe(WebSocket.OPEN);
+      expect((await spillLeftovers(root)).filter((p) => !p.endsWith('.spwc'))).toEqual([]);
+    },
+  );
+});
+
+describe('spillway inspect', () => {
+  test('prints the URL, serves the page, and exits 143 on SIGTERM (130 on SIGINT)', async () => {
+    for (const [signal, exit] of [
+      ['SIGTERM', 143],
+      ['SIGINT', 130],
+    ] as const) {
+      const child = spawnCli(['inspect']);
+      const url = await waitFor(
+        'the URL',
+        () => /spillway inspector: (http:\/\/127\.0\.0\.1:(\d+)\/)/.exec(child.stdout) ?? undefined,
+        { child },
+      );
+      expect((await get(Number(url[2]), '/')).body).toContain('<title>Spillway inspector</title>');
+      child.proc.kill(signal);
+      expect((await child.exited).code).toBe(exit);
+    }
+  });
+
+  test('a port in use is one line and exit 2', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const child = spawnCli(['inspect', '--port', String(port)]);
+      const { code } = await child.exited;
+      expect(code).toBe(2);
+      expect(child.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(new RegExp(`port ${port} on 127\\.0\\.0\\.1 is in use`)),
+      ]);
+    } finally {
+      taken.close();
+    }
+  });
+});
