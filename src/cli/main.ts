@@ -13,8 +13,12 @@ interface Command {
 
 const commands: Record<string, () => Promise<Command>> = {
   checkpoint: () => import('./checkpoint.ts'),
+  demo: () => import('./demo.ts'),
+  soak: () => import('./soak.ts'),
+  inspect: () => import('./inspect.ts'),
   recover: () => import('./recover.ts'),
   sweep: () => import('./sweep.ts'),
+  bench: () => import('./bench.ts'),
 };
 
 export const usage = `usage: spillway [COMMAND] [OPTIONS]

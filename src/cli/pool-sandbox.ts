@@ -1,0 +1,104 @@
+/**
+ * The private world `spillway demo` and `spillway soak` run in: a fresh temp dir that is both
+ * the spill root and the home of a generated checkpoint, a {@link TaskManager} on it, and a
+ * teardown that proves the spill root was left empty before removing the whole dir.
+ */
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { InspectionEvent } from 'xstate';
+import { makeCheckpoint, type MadeCheckpoint } from '../services/checkpoint.ts';
+import { fsSeam } from '../services/fs.ts';
+import { SpillRoot } from '../services/spill-root.ts';
+import { addSuppressed } from '../services/errors.ts';
+import { TaskManager, type FaultKind } from '../task-manager.ts';
+import type { SpillLimits } from '../recover.ts';
+
+/**
+ * Small files and segments, so every loop writes and reads dozens of spill files: the demo is
+ * about files piling up, so there must be many to pile up.
+ */
+export const SANDBOX_LIMITS: SpillLimits = {
+  maxSpillFileBytes: 256 * 1024,
+  maxSegmentBytes: 64 * 1024,
+  readChunkBytes: 256 * 1024,
+  bufferBytes: 32 * 1024,
+};
+
+export interface SandboxOptions {
+  /** Names the temp dir: `<tmp>/spillway-<name>-<rand>`. */
+  name: string;
+  tasks: number;
+  stateMb: number;
+  faults: readonly FaultKind[];
+  seed: number;
+  inspect?: (event: InspectionEvent) => void;
+}
+
+export interface Sandbox {
+  readonly dir: string;
+  readonly checkpoint: MadeCheckpoint;
+  readonly pool: TaskManager;
+  /**
+   * Removes the pool's files, closes the spill root (its owner dir goes), lists whatever is
+   * still in `<dir>/spillway/` (must be nothing), then removes `dir`. Idempotent.
+   */
+  close(): Promise<{ leftovers: string[] }>;
+}
+
+/** Creates the temp dir, writes the checkpoint (`seed`, entries hop channels) and the pool. */
+export async function openSandbox(options: SandboxOptions): Promise<Sandbox> {
+  const dir = join(tmpdir(), `spillway-${options.name}-${randomBytes(4).toString('hex')}`);
+  await fsSeam.mkdir(dir, { mode: 0o700 });
+  const work = join(dir, 'work');
+  let pool: TaskManager | undefined;
+  let closing: Promise<{ leftovers: string[] }> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      let first: unknown;
+      const attempt = async (step: () => Promise<unknown>) => {
+        try {
+          await step();
+        } catch (e) {
+          if (first === undefined) first = e;
+          else if (first instanceof Error) addSuppressed(first, e);
+        }
+      };
+      let leftovers: string[] = [];
+      await attempt(async () => pool?.close());
+      await attempt(async () => (await SpillRoot.open(dir, { sweep: false })).close());
+      await attempt(async () => {
+        leftovers = await fsSeam.readdir(join(dir, 'spillway')).catch((e) => {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+          throw e;
+        });
+      });
+      await attempt(() => fsSeam.rm(dir));
+      if (first !== undefined) throw first;
+      return { leftovers };
+    })());
+  try {
+    await fsSeam.mkdir(work, { mode: 0o700 });
+    const checkpoint = await makeCheckpoint({
+      out: join(work, 'state.spwc'),
+      mb: options.stateMb,
+      seed: options.seed,
+      maxEntryBytes: 64 * 1024,
+    });
+    pool = await TaskManager.create({
+      spillRoot: dir,
+      checkpoint: checkpoint.path,
+      workDir: work,
+      tasks: options.tasks,
+      faults: options.faults,
+      seed: options.seed,
+      limits: SANDBOX_LIMITS,
+      privateRoot: true,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    return { dir, checkpoint, pool, close };
+  } catch (e) {
+    await close().catch((cleanup) => e instanceof Error && addSuppressed(e, cleanup));
+    throw e;
+  }
+}

@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { makeTempRoot } from '../helpers/temp.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/spillway', import.meta.url));
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the real CLI as a child with its own TMPDIR, so the demo's temp spill root lands where
+ * the test can see it (and check it is gone afterwards).
+ */
+function spillway(
+  args: string[],
+  tmp: string,
+  onSpawn?: (child: ReturnType<typeof spawn>) => void,
+): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, TMPDIR: tmp, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    onSpawn?.(child);
+  });
+}
+
+/** What the demo or soak left in TMPDIR (tsx's own cache dir is not ours). */
+async function leftovers(tmp: string): Promise<string[]> {
+  return (await readdir(tmp)).filter((name) => name.startsWith('spillway-'));
+}
+
+/** Resolves once some task dir exists under a demo's spill root in `tmp`. */
+async function taskDirAppears(tmp: string, child: { exitCode: number | null }): Promise<void> {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error('the demo ended before any task dir appeared');
+    for (const box of await leftovers(tmp)) {
+      const owners = await readdir(join(tmp, box, 'spillway')).catch(() => []);
+      for (const owner of owners) {
+        const entries = await readdir(join(tmp, box, 'spillway', owner)).catch(() => []);
+        if (entries.some((e) => e.startsWith('task-'))) return;
+      }
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('spillway demo and soak (real CLI, child process)', () => {
+  it('demo --json: every fault kind injected, 0 leaked files, 0 masked causes, spill root removed', async () => {
+    const tmp = await makeTempRoot();
+    const r = await spillway(
+      ['demo', '--tasks', '2', '--loops', '24', '--state-mb', '1', '--seed', '5', '--json'],
+      tmp,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(out).toMatchObject({
+      recoveries: 24,
+      leakedFiles: 0,
+      maskedCauses: 0,
+      deliveryErrors: 0,
+      faultsMissed: 0,
+      spillRootClean: true,
+      interrupted: false,
+    });
+    expect(Object.keys(out.faults as object).sort()).toEqual(
+      [
+        'cancel-drain',
+        'cancel-fetch',
+        'cancel-gap',
+        'checkpoint',
+        'close-error',
+        'drain-error',
+        'enospc',
+        'executor-rejected',
+        'fetch-error',
+        'mail-dropped',
+        'mail-rejected',
+      ].sort(),
+    );
+    expect(out.bytesDelivered).toEqual(expect.any(Number));
+    expect(out.spillFilesWritten as number).toBeGreaterThan(24);
+    expect(out.durationMs).toEqual(expect.any(Number));
+    expect(await leftovers(tmp)).toEqual([]);
+  });
+
+  it('soak --json: no leak of spill files, causes, heap or file descriptors', async () => {
+    const tmp = await makeTempRoot();
+    const r = await spillway(['soak', '--loops', '48', '--seed', '11', '--json'], tmp);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, number>;
+    expect(out).toMatchObject({
+      loops: 48,
+      leakedFiles: 0,
+      maskedCauses: 0,
+      fdDelta: 0,
+      fdsClosedByGc: 0,
+    });
+    expect(out.heapGrowthMiB).toBeLessThanOrEqual(5);
+    expect(await leftovers(tmp)).toEqual([]);
+  });
+
+  it('SIGINT during the demo cancels every task, exits 130 and leaves no spill file', async () => {
+    const tmp = await makeTempRoot();
+    let interrupted: Promise<void> | undefined;
+    const r = await spillway(['demo', '--loops', '1000000', '--json'], tmp, (child) => {
+      interrupted = taskDirAppears(tmp, child).then(() => void child.kill('SIGINT'));
+    });
+    await interrupted;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toMatch(/cancelled by SIGINT .* every task cleaned up, spill root removed/);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(out).toMatchObject({
+      interrupted: true,
+      leakedFiles: 0,
+      maskedCauses: 0,
+      spillRootClean: true,
+    });
+    expect(await leftovers(tmp)).toEqual([]);
+  });
+
+  it('usage errors exit 2 with one line; --help exits 0', async () => {
+    const tmp = await makeTempRoot();
+    const [badFault, badInspect, badLoops, help] = await Promise.all([
+      spillway(['demo', '--faults', 'enospc,nope'], tmp),
+      spillway(['--inspect=x'], tmp),
+      spillway(['soak', '--loops', 'many'], tmp),
+      spillway(['soak', '--help'], tmp),
+    ]);
+    for (const r of [badFault, badInspect, badLoops]) {
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    }
+    expect(badFault.stderr).toMatch(/^spillway demo: unknown fault kind 'nope'/);
+    expect(badInspect.stderr).toMatch(/^spillway demo: --inspect=PORT needs a port/);
+    expect(badLoops.stderr).toMatch(/^spillway soak: --loops must be a whole number/);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: spillway soak \[--loops N\] \[--seed S\] \[--json\]/);
+    expect(await leftovers(tmp)).toEqual([]);
+  });
+});
