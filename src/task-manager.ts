@@ -55,18 +55,8 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/**
- * Kinds that `all` leaves out. `cancel-after-failure` (a cancel arriving while a failed stage
- * still deletes its files must not replace the failure as the cause, G5) fails on the current
- * stages: they clean up before they report (see the report of issue 5). Opt in with
- * `--faults cancel-after-failure`; move it into `all` once that is fixed.
- */
-export const OPT_IN_FAULTS: readonly FaultKind[] = ['cancel-after-failure'];
-
-/** What `--faults all` means: every kind but `none` and the opt-in ones. */
-export const ALL_FAULTS: readonly FaultKind[] = FAULT_KINDS.filter(
-  (k) => k !== 'none' && !OPT_IN_FAULTS.includes(k),
-);
+/** What `--faults all` means: every kind but `none`. */
+export const ALL_FAULTS: readonly FaultKind[] = FAULT_KINDS.filter((k) => k !== 'none');
 
 /** One line per kind, for `--help` and the closing table. */
 export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
@@ -968,9 +958,6 @@ export class TaskManager {
         return error instanceof RejectedError && e.message.includes(`mail '${plan.variant}'`);
       case 'executor-rejected':
         return error instanceof RejectedError && e.message.includes(`job 'drain'`);
-      case 'cancel-after-failure':
-        if (plan.variant === 'fetch') return e.code === 'ENOSPC' && e.syscall === 'write' && inTask;
-        return state.injected !== undefined && error === state.injected;
       case 'cancel-after-failure':
         if (plan.variant === 'fetch') return e.code === 'ENOSPC' && e.syscall === 'write' && inTask;
         return state.injected !== undefined && error === state.injected;

@@ -3,13 +3,7 @@
  * loops with every fault kind injected, on a private temp spill root, showing live that no
  * spill file piles up and no failure is reported with the wrong cause.
  */
-import {
-  ALL_FAULTS,
-  FAULT_DESCRIPTIONS,
-  FAULT_KINDS,
-  OPT_IN_FAULTS,
-  type FaultKind,
-} from '../task-manager.ts';
+import { ALL_FAULTS, FAULT_DESCRIPTIONS, FAULT_KINDS, type FaultKind } from '../task-manager.ts';
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
@@ -34,7 +28,6 @@ in a temp dir and removes it afterwards.
   --loops N        recoveries in all, over all slots (default ${DEFAULTS.loops})
   --state-mb N     checkpoint size in MiB (default ${DEFAULTS.stateMb})
   --faults LIST    'all' (default), 'none', or a comma-separated list of the kinds above
-                   ('all' leaves out ${OPT_IN_FAULTS.join(', ')}: a known G5 bug, opt in to see it)
   --seed S         seeds the checkpoint, the fault order and every fault's position (default ${DEFAULTS.seed})
   --inspect[=PORT] serve the live inspector on 127.0.0.1 (default: a free port); after the run it
                    keeps serving until Ctrl-C, and the exit code is still the run's

@@ -31,6 +31,9 @@ export const drainChannels = fromPromise<DrainReport, DrainInput>(async ({ input
         await services.hooks.beforeDrain?.(drainer);
         report = await drainer.drain();
       } catch (error) {
+        // Report before the cleanup awaits anything: a cancel arriving meanwhile must not
+        // become the cause (G5).
+        if (!signal.aborted) parent.send({ type: 'FAIL', error: toError(error) });
         await drainer.close().catch((e) => addSuppressed(toError(error), e));
         throw error;
       }

@@ -33,6 +33,10 @@ export const spillCheckpoint = fromPromise<FetchOutput, FetchInput>(async ({ inp
         taskDir,
         limits: services.limits,
         signal,
+        onFailure: (error) => {
+          // The cause reaches the task before the stage's cleanup awaits anything.
+          if (!signal.aborted) parent.send({ type: 'FAIL', error: toError(error) });
+        },
         onTaskDirAcquired: (writer) => {
           // Aborted: the writer's own flag is set too, so it will not create the dir.
           if (signal.aborted) return;

@@ -31,6 +31,12 @@ export interface FetchStageInput {
    * writer's `discardSpilledFiles` now, not when the stage ends (G2).
    */
   onTaskDirAcquired: (writer: SpillWriter) => void;
+  /**
+   * Called synchronously with the first failure, before the stage cleans up after it. Cleanup
+   * takes I/O time; reporting first means a cancel arriving meanwhile cannot become the cause
+   * (G5).
+   */
+  onFailure?: (error: unknown) => void;
 }
 
 export interface FetchStageResult {
@@ -73,8 +79,9 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
           current = { gate, channel };
           writer.noteChannel(current);
         },
-        onPayload(chunk) {
-          return writer.append(current, chunk);
+        onPayload(chunk, crc) {
+          // The reader's CRC of the chunk becomes the segments' CRCs: one hash pass, not two.
+          return writer.append(current, chunk, crc);
         },
       },
       { readChunkBytes: input.limits?.readChunkBytes, signal },
@@ -88,6 +95,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       entries: summary.entries,
     };
   } catch (error) {
+    input.onFailure?.(error);
     // The stage itself owns cleanup on its own failure: nobody else may ever learn of these
     // files if it does not (Flink's F2/F3 leaks).
     await writer.discardSpilledFiles().catch((e) => addSuppressed(error as Error, e));

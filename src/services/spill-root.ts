@@ -640,7 +640,22 @@ export class SpillRoot {
     const st = await checkRoot(resolved);
     const key = `${st.dev}:${st.ino}`;
     const existing = cache.get(key);
-    if (existing !== undefined) return existing.ready;
+    if (existing !== undefined) {
+      const live = await existing.ready
+        .then(
+          async (instance) => {
+            // A root deleted behind our back and made anew often gets the same inode: the cached
+            // instance then points at an owner dir that no longer exists. Start afresh.
+            await fsSeam.lstat(instance.ownerDir);
+            return instance;
+          },
+          () => undefined,
+        )
+        .catch(() => undefined);
+      if (live !== undefined) return live;
+      if (cache.get(key) === existing) cache.delete(key);
+      return SpillRoot.open(root, options);
+    }
     const instance = new SpillRoot(resolved, key);
     const entry: CacheEntry = { root: instance, ready: instance.#init(options) };
     cache.set(key, entry);

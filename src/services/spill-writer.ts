@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { crc32Combine, crc32Suffix } from './checkpoint.ts';
 import { fsSeam, type SeamFile } from './fs.ts';
 import { AbortedError, ErrorCollector, addSuppressed } from './errors.ts';
 import { FetchedChannelState, type ChannelInfo } from './fetched-state.ts';
@@ -36,6 +37,12 @@ export interface SpillWriterOptions {
  * a CRC per segment, and an abort flag (G3): it is checked before every file creation and every
  * segment write, and a creation or write that loses the race deletes what it made itself.
  *
+ * Writes are coalesced: sealed segments smaller than `maxSegmentBytes` wait in memory until
+ * at least that many bytes are pending (or the file rotates, or the writer closes) and then go
+ * out as one write. A checkpoint whose entries hop between channels seals a small segment per
+ * entry; one write each would cost a syscall per ~100 KiB. A full-size segment is written as
+ * soon as it is sealed, and the files' contents and rotation points are the same either way.
+ *
  * @example
  * ```ts
  * const writer = new SpillWriter({ taskDir: root.taskDirPath('t1') });
@@ -58,12 +65,20 @@ export class SpillWriter {
   private readonly seenChannels = new Set<number>();
 
   private file: SeamFile | undefined;
+  /** Bytes given to the current file: written, or sealed and pending in the buffer. */
   private fileBytes = 0;
-  /** The open segment: header space at [0,16), body after it. One bounded buffer, reused. */
-  private readonly segment: Buffer;
+  /**
+   * One bounded buffer of 2 × maxSegmentBytes, reused: sealed segments waiting to be written at
+   * [0, pendingEnd), then the open segment (header space first, body after it). Fewer than
+   * maxSegmentBytes are ever pending when a segment opens, so the open one always fits.
+   */
+  private readonly buffer: Buffer;
+  private pendingEnd = 0;
   private segmentLength = 0;
   private segmentGate = -1;
   private segmentChannel = -1;
+  /** CRC-32 of the open segment's body so far. */
+  private segmentCrc = 0;
   /** The one in-flight disk operation, so a discard can wait for it (G4 for the writer side). */
   private inflight: Promise<unknown> = Promise.resolve();
   private discarding: Promise<void> | undefined;
@@ -80,7 +95,7 @@ export class SpillWriter {
     }
     if (this.maxSpillFileBytes < 1) throw new RangeError('maxSpillFileBytes must be ≥ 1');
     this.onFirstAcquire = options.onFirstAcquire;
-    this.segment = Buffer.allocUnsafe(this.maxSegmentBytes);
+    this.buffer = Buffer.allocUnsafe(2 * this.maxSegmentBytes);
   }
 
   /** The spill files created so far, in order (a copy). */
@@ -106,11 +121,18 @@ export class SpillWriter {
   /**
    * Appends bytes of one channel. Copies them (the caller may reuse `bytes` after the promise
    * settles). Empty appends only note the channel.
+   *
+   * @param crc the CRC-32 of `bytes`, when the caller computed it anyway (the checkpoint reader
+   *   does): the segment CRCs are then derived from it instead of hashing the bytes a second
+   *   time. A wrong value yields segments that fail their CRC when drained (SpillCorruptError),
+   *   never wrong bytes delivered.
    */
-  async append(info: ChannelInfo, bytes: Buffer): Promise<void> {
+  async append(info: ChannelInfo, bytes: Buffer, crc?: number): Promise<void> {
     this.checkOpen();
     this.noteChannel(info);
     let offset = 0;
+    /** CRC of bytes[offset…], while known. */
+    let restCrc = crc;
     while (offset < bytes.length) {
       if (
         this.segmentLength > 0 &&
@@ -120,13 +142,20 @@ export class SpillWriter {
       ) {
         await this.sealSegment();
       }
-      if (this.segmentLength === 0) {
-        this.segmentGate = info.gate;
-        this.segmentChannel = info.channel;
-        this.segmentLength = SEGMENT_HEADER_BYTES;
+      if (this.segmentLength === 0) await this.openSegment(info);
+      const rest = bytes.length - offset;
+      const n = Math.min(rest, this.maxSegmentBytes - this.segmentLength);
+      const piece = n === bytes.length ? bytes : bytes.subarray(offset, offset + n);
+      const bodyBefore = this.segmentLength - SEGMENT_HEADER_BYTES;
+      if (restCrc === undefined) {
+        this.segmentCrc = crc32(piece, this.segmentCrc);
+      } else {
+        // Split off this segment's piece: hash the piece, derive the rest's CRC from it.
+        const pieceCrc = n === rest ? restCrc : crc32(piece);
+        if (n < rest) restCrc = crc32Suffix(restCrc, pieceCrc, rest - n);
+        this.segmentCrc = bodyBefore === 0 ? pieceCrc : crc32Combine(this.segmentCrc, pieceCrc, n);
       }
-      const n = Math.min(bytes.length - offset, this.maxSegmentBytes - this.segmentLength);
-      bytes.copy(this.segment, this.segmentLength, offset, offset + n);
+      piece.copy(this.buffer, this.pendingEnd + this.segmentLength);
       this.segmentLength += n;
       offset += n;
     }
@@ -141,6 +170,7 @@ export class SpillWriter {
     this.checkOpen();
     this.closed = true;
     if (this.segmentLength > 0) await this.sealSegment();
+    await this.flush();
     await this.closeFile();
     this.checkAbort('seal the fetched state');
     const state = new FetchedChannelState(
@@ -168,6 +198,13 @@ export class SpillWriter {
    */
   discardSpilledFiles(): Promise<void> {
     this.aborted = true;
+    const shared = this.discarding;
+    // A caller arriving while another discard runs joins it, and if that attempt fails makes
+    // one attempt of its own: the registry backstop must not inherit the stage's failed delete.
+    return shared === undefined ? this.startDiscard() : shared.catch(() => this.startDiscard());
+  }
+
+  private startDiscard(): Promise<void> {
     this.discarding ??= (async () => {
       await this.inflight.catch(() => undefined);
       await this.file?.close().catch(() => undefined);
@@ -198,30 +235,58 @@ export class SpillWriter {
     return p;
   }
 
+  /**
+   * Starts a segment of `info` after the pending ones. The current file is full once it holds
+   * maxSpillFileBytes: its pending bytes go out and it is closed, so this segment starts the
+   * next file (which is created by the next write: never an empty file).
+   */
+  private async openSegment(info: ChannelInfo): Promise<void> {
+    if (this.fileBytes >= this.maxSpillFileBytes) {
+      await this.flush();
+      await this.closeFile();
+      this.fileBytes = 0;
+    }
+    this.segmentGate = info.gate;
+    this.segmentChannel = info.channel;
+    this.segmentLength = SEGMENT_HEADER_BYTES;
+    this.segmentCrc = 0;
+  }
+
+  /** Seals the open segment in place; writes what is pending once a segment's worth is. */
   private async sealSegment(): Promise<void> {
     const bodyLength = this.segmentLength - SEGMENT_HEADER_BYTES;
     const length = this.segmentLength;
     this.segmentLength = 0;
     if (bodyLength === 0) return; // never an empty segment, hence never an empty file
-    const seg = this.segment;
-    seg.writeInt32BE(this.segmentGate, 0);
-    seg.writeInt32BE(this.segmentChannel, 4);
-    seg.writeInt32BE(bodyLength, 8);
-    seg.writeUInt32BE(crc32(seg.subarray(SEGMENT_HEADER_BYTES, length)), 12);
+    const at = this.pendingEnd;
+    const buf = this.buffer;
+    buf.writeInt32BE(this.segmentGate, at);
+    buf.writeInt32BE(this.segmentChannel, at + 4);
+    buf.writeInt32BE(bodyLength, at + 8);
+    buf.writeUInt32BE(this.segmentCrc, at + 12);
+    this.pendingEnd = at + length;
+    this.fileBytes += length;
+    if (this.pendingEnd >= this.maxSegmentBytes) await this.flush();
+  }
 
-    if (this.file !== undefined && this.fileBytes >= this.maxSpillFileBytes) await this.closeFile();
+  /** Writes the pending segments to the current file (created now if need be) as one write. */
+  private async flush(): Promise<void> {
+    const length = this.pendingEnd;
+    if (length === 0) return;
     if (this.file === undefined) await this.openNextFile();
 
     this.checkAbort('write a segment');
     const file = this.file!;
+    // Pending bytes are dropped whatever the outcome: after a failed write the stage discards
+    // everything, and a retry would write them twice.
+    this.pendingEnd = 0;
     try {
-      await this.run(() => file.write(seg.subarray(0, length)));
+      await this.run(() => file.write(this.buffer.subarray(0, length)));
     } catch (e) {
       throw this.aborted
         ? new AbortedError('spill write lost the race with abort', { cause: e })
         : e;
     }
-    this.fileBytes += length;
     this.spilledBytes += length;
     if (this.aborted) {
       // The write raced an abort and landed: delete our own file rather than leave it (G3).
@@ -253,7 +318,6 @@ export class SpillWriter {
     const file = await this.run(() => fsSeam.open(path, 'wx'));
     this.files.push(path);
     this.file = file;
-    this.fileBytes = 0;
     if (this.aborted) {
       await this.deleteOwn(path);
       throw new AbortedError('spill writer aborted while creating a spill file');

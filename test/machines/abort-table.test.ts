@@ -123,21 +123,21 @@ describe('abort table: fetch (F)', () => {
     await expectNoLeak(fx);
   });
 
-  it('F2 ENOSPC on the 3rd spill write: the fetch stage deletes its own dir before the task hears of the failure (no registry needed)', async () => {
+  it('F2 ENOSPC on the 3rd spill write: the fetch stage reports the failure first, then deletes its own dir', async () => {
     const fx = await fixture();
     injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
     const w = start(fx, { taskId: 'f2' });
-    let dirAtFailure: boolean | undefined;
-    w.onEvent('xstate.error.actor.spill', () => (dirAtFailure = existsSync(w.taskDir()!)));
+    let reported: unknown;
+    w.onEvent('FAIL', (e) => (reported = e.error));
     const error = await settle(w.recovery.done);
     expect(codeOf(error)).toBe('ENOSPC');
     expect(w.taskDir()).toBeDefined();
-    expect(dirAtFailure).toBe(false);
+    expect(reported).toBe(error); // reported before the stage's cleanup awaited anything (G5)
     expect(w.events.map((e) => e.type)).not.toContain('FETCH.HANDOFF');
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('F2 CRC mismatch late in the checkpoint after many spill files: CorruptCheckpointError with the offset, dir already gone', async () => {
+  it('F2 CRC mismatch late in the checkpoint after many spill files: CorruptCheckpointError with the offset, reported first, dir gone', async () => {
     const fx = await fixture({ kib: 1536 });
     const last = await lastPayload(fx.checkpoint);
     const bytes = await readFile(fx.checkpoint);
@@ -145,13 +145,13 @@ describe('abort table: fetch (F)', () => {
     await writeFile(fx.checkpoint, bytes);
     const ops = recordOps('spill-segment-');
     const w = start(fx, { taskId: 'f2crc' });
-    let dirAtFailure: boolean | undefined;
-    w.onEvent('xstate.error.actor.spill', () => (dirAtFailure = existsSync(w.taskDir()!)));
+    let reported: unknown;
+    w.onEvent('FAIL', (e) => (reported = e.error));
     const error = await settle(w.recovery.done);
     expect(error).toBeInstanceOf(CorruptCheckpointError);
     expect((error as CorruptCheckpointError).offset).toBe(last.offset - 4); // the crc field
     expect(ops.filter((o) => o.op === 'open').length).toBeGreaterThanOrEqual(10);
-    expect(dirAtFailure).toBe(false);
+    expect(reported).toBe(error); // reported before the stage's cleanup awaited anything (G5)
     await expectNoLeak(fx, w.taskDir());
   });
 
@@ -181,14 +181,14 @@ describe('abort table: fetch (F)', () => {
     const n = await spillFileCount(fx);
     injectFault({ op: 'close', code: 'EIO', pathIncludes: `spill-segment-${n - 1}.bin` });
     const w = start(fx, { taskId: 'f3' });
-    let dirAtFailure: boolean | undefined;
-    w.onEvent('xstate.error.actor.spill', () => (dirAtFailure = existsSync(w.taskDir()!)));
+    let reported: unknown;
+    w.onEvent('FAIL', (e) => (reported = e.error));
     const error = await settle(w.recovery.done);
     expect(codeOf(error)).toBe('EIO');
     expect((error as NodeJS.ErrnoException).syscall).toBe('close');
     expect(suppressedOf(error)).toEqual([]);
     expect(w.events.map((e) => e.type)).not.toContain('FETCH.HANDOFF'); // no state was built
-    expect(dirAtFailure).toBe(false);
+    expect(reported).toBe(error); // reported before the stage's cleanup awaited anything (G5)
     await expectNoLeak(fx, w.taskDir());
   });
 
@@ -460,12 +460,12 @@ describe('abort table: drain (D)', () => {
       if (seen === 7) throw boom;
     });
     const w = start(fx, { taskId: 'd2', channels: rec.channels });
-    let dirAtFailure: boolean | undefined;
-    w.onEvent('xstate.error.actor.drainChannels', () => (dirAtFailure = existsSync(w.taskDir()!)));
+    let reported: unknown;
+    w.onEvent('FAIL', (e) => (reported = e.error));
     const error = await settle(w.recovery.done);
     expect(error).toBe(boom);
     expect(suppressedOf(error)).toEqual([]);
-    expect(dirAtFailure).toBe(false);
+    expect(reported).toBe(error); // reported before the stage's cleanup awaited anything (G5)
     expect(rec.finished.size).toBe(0); // no channel is finished after a failed drain
     await expectNoLeak(fx, w.taskDir());
   });
@@ -476,12 +476,12 @@ describe('abort table: drain (D)', () => {
       taskId: 'd2eof',
       hooks: { beforeDrain: async (drainer) => truncate(drainer.state.files[1]!, 20) },
     });
-    let dirAtFailure: boolean | undefined;
-    w.onEvent('xstate.error.actor.drainChannels', () => (dirAtFailure = existsSync(w.taskDir()!)));
+    let reported: unknown;
+    w.onEvent('FAIL', (e) => (reported = e.error));
     const error = await settle(w.recovery.done);
     expect(error).toBeInstanceOf(SpillEOFError);
     expect((error as Error).message).toContain('spill-segment-1.bin');
-    expect(dirAtFailure).toBe(false);
+    expect(reported).toBe(error); // reported before the stage's cleanup awaited anything (G5)
     await expectNoLeak(fx, w.taskDir());
   });
 

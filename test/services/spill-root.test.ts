@@ -233,6 +233,21 @@ describe('SpillRoot.open', () => {
     expect(await open(join(via, 'root'))).toBe(a);
   });
 
+  it('G7 a spill root deleted behind its back and made anew gets a fresh owner dir', async () => {
+    const parent = await makeTempRoot();
+    const root = join(parent, 'root');
+    await mkdir(root);
+    const first = await open(root);
+    // Deleted without close(); a new dir at the same path may reuse the inode.
+    await rm(root, { recursive: true, force: true });
+    await mkdir(root);
+    const second = await open(root);
+    expect((await stat(second.ownerDir)).isDirectory()).toBe(true);
+    expect(second.taskDirPath('t').startsWith(second.ownerDir)).toBe(true);
+    await second.close();
+    if (first !== second) await first.close().catch(() => undefined);
+  });
+
   it('G7 close removes the owner dir with its task dirs, is idempotent and drops the instance', async () => {
     const root = await makeTempRoot();
     const spill = await open(root);

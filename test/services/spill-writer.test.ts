@@ -429,11 +429,11 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     const closing = settle(writer.close());
     await pause.reached;
     const discarding = writer.discardSpilledFiles();
-    expect(writer.discardSpilledFiles()).toBe(discarding); // idempotent: one deletion
+    const joined = writer.discardSpilledFiles(); // joins the running discard
     await macrotasks();
     expect(await exists(join(taskDir, 'spill-segment-0.bin'))).toBe(true); // not under the write
     pause.release();
-    await discarding;
+    await Promise.all([discarding, joined]);
     expect(await closing).toBeInstanceOf(AbortedError);
     expect(await exists(taskDir)).toBe(false);
   });
