@@ -1,0 +1,56 @@
+/**
+ * Mutation check: the model oracle (./replay.ts) must fail on at least one path of each
+ * deliberately broken task machine (./mutants.ts). An oracle that never fails proves nothing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MadeCheckpoint } from '../../src/services/checkpoint.ts';
+import { traverseModel } from './paths.ts';
+import { OracleViolation, replayPath } from './replay.ts';
+import { mutants } from './mutants.ts';
+import { makeSmallCheckpoint, removeDir, tempDir } from './support.ts';
+
+const { paths } = traverseModel();
+let fixtureDir = '';
+let fixture: MadeCheckpoint;
+const caught = new Map<string, number>();
+
+beforeAll(async () => {
+  fixtureDir = await tempDir();
+  fixture = await makeSmallCheckpoint(fixtureDir);
+});
+
+afterAll(async () => {
+  await removeDir(fixtureDir);
+});
+
+describe('mutation check: the model oracle catches each broken machine', () => {
+  for (const mutant of mutants()) {
+    it(`catches: ${mutant.name}`, { timeout: 180_000 }, async () => {
+      const failures: OracleViolation[] = [];
+      const examples: string[] = [];
+      for (const path of paths) {
+        try {
+          await replayPath(path, { fixture, machine: mutant.machine, hangMs: 3_000 });
+        } catch (e) {
+          // Only the oracle's verdicts count; anything else is a bug in the harness.
+          if (!(e instanceof OracleViolation)) throw e;
+          failures.push(e);
+          if (examples.length < 2) examples.push(`${path.name}: ${e.message}`);
+        }
+      }
+      const rules = [...new Set(failures.map((f) => f.rule))].join(', ');
+      console.log(
+        `mutant "${mutant.name}": ${failures.length}/${paths.length} paths fail (${rules})\n  ` +
+          examples.join('\n  '),
+      );
+      caught.set(mutant.name, failures.length);
+      expect(failures.length).toBeGreaterThan(0);
+    });
+  }
+
+  it('caught all four', () => {
+    const n = [...caught.values()].filter((f) => f > 0).length;
+    console.log(`mutants caught: ${n}/${mutants().length}`);
+    expect(n).toBe(4);
+  });
+});

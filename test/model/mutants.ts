@@ -1,0 +1,133 @@
+/**
+ * Deliberately broken task machines (test code, never product code): the mutation check runs the
+ * model oracle against each and requires it to fail on at least one path, proving the oracle can
+ * fail. Each mutant breaks exactly one thing the design depends on.
+ */
+import { fromCallback, fromPromise, setup, type CallbackLogicFunction } from 'xstate';
+import { taskMachine } from '../../src/machines/task.machine.ts';
+import {
+  fetchMachine,
+  type FetchInput,
+  type FetchOutput,
+} from '../../src/machines/fetch.machine.ts';
+import { registryActor, type RegistryActorInput } from '../../src/machines/registry.actor.ts';
+import type { RegistryEvent } from '../../src/machines/events.ts';
+import { fetchToSpill } from '../../src/services/fetch-stage.ts';
+import { AbortedError, toError } from '../../src/services/errors.ts';
+
+export interface Mutant {
+  readonly name: string;
+  readonly machine: typeof taskMachine;
+}
+
+/**
+ * The registry actor with its disposer emptied: it still keeps the registry, but a bare
+ * `actor.stop()` (where no exit action runs) no longer hands everything to the backstop.
+ */
+function registryWithoutDisposer() {
+  // The product's own receive logic, so only the disposer differs.
+  const original = (registryActor as unknown as { config: CallbackLogicFunction<RegistryEvent> })
+    .config;
+  return fromCallback<RegistryEvent, RegistryActorInput>((args) => {
+    void original(args as Parameters<typeof original>[0]);
+    return () => {};
+  });
+}
+
+/**
+ * The fetch stage's spill actor as the product has it, with two knobs to break it:
+ * `handOffAtEnd` never announces the task dir (no SPILL.OWNED) and hands the state over only
+ * with the stage's final output; `ignoreAbort` gives the writer a signal that never aborts.
+ */
+function spillActor(knobs: { handOffAtEnd?: boolean; ignoreAbort?: boolean }) {
+  return fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
+    const { services, parent } = input;
+    try {
+      await services.hooks.beforeStage?.('fetch', services);
+      const taskDir = await services.taskDir();
+      const result = await services.executor.submit('fetch', () =>
+        fetchToSpill({
+          checkpoint: services.checkpoint,
+          taskDir,
+          limits: services.limits,
+          signal: knobs.ignoreAbort ? new AbortController().signal : signal,
+          onTaskDirAcquired: (writer) => {
+            if (knobs.handOffAtEnd || signal.aborted) return;
+            parent.send({
+              type: 'SPILL.OWNED',
+              resource: 'taskDir',
+              owner: 'fetch',
+              closeable: { close: () => writer.discardSpilledFiles() },
+              detail: taskDir,
+            });
+          },
+        }),
+      );
+      if (signal.aborted && !knobs.handOffAtEnd) {
+        await result.state.close();
+        throw new AbortedError('fetch finished after its task ended; state discarded');
+      }
+      parent.send({
+        type: 'FETCH.HANDOFF',
+        state: result.state,
+        spillFiles: result.spillFiles,
+        spilledBytes: result.spilledBytes,
+      });
+      const { state: _handedOff, ...output } = result;
+      return output;
+    } catch (error) {
+      if (signal.aborted) services.lateErrors.push(toError(error));
+      throw error;
+    }
+  });
+}
+
+function withSpillActor(knobs: Parameters<typeof spillActor>[0]): typeof taskMachine {
+  return taskMachine.provide({
+    actors: {
+      fetchMachine: fetchMachine.provide({ actors: { spillCheckpoint: spillActor(knobs) } }),
+    },
+  });
+}
+
+/** The task machine rebuilt from its own config and implementations with CANCEL → failed. */
+function cancelMappedToFailed(): typeof taskMachine {
+  const config = taskMachine.config as unknown as {
+    states: { alive: { on: Record<string, unknown> } & Record<string, unknown> };
+  } & Record<string, unknown>;
+  const alive = config.states.alive;
+  const mutated = {
+    ...config,
+    states: {
+      ...config.states,
+      alive: {
+        ...alive,
+        on: { ...alive.on, CANCEL: { target: '#task.failed', actions: 'recordCancel' } },
+      },
+    },
+  };
+  const impl = taskMachine.implementations;
+  return setup({
+    actors: impl.actors,
+    actions: impl.actions,
+    guards: impl.guards,
+  } as unknown as Parameters<typeof setup>[0]).createMachine(
+    mutated as never,
+  ) as unknown as typeof taskMachine;
+}
+
+/** The four mutants the issue names. */
+export function mutants(): Mutant[] {
+  return [
+    {
+      name: 'registry disposer emptied',
+      machine: taskMachine.provide({ actors: { registryActor: registryWithoutDisposer() } }),
+    },
+    {
+      name: "hand-off moved to the stage's final output",
+      machine: withSpillActor({ handOffAtEnd: true }),
+    },
+    { name: 'CANCEL mapped to failed', machine: cancelMappedToFailed() },
+    { name: 'abort flag ignored', machine: withSpillActor({ ignoreAbort: true }) },
+  ];
+}

@@ -1,0 +1,153 @@
+/**
+ * Race: a gap mail dropped by the mailbox's close against the task's end (abort rows G2, G3).
+ * A blocker mail holds the mailbox when the gap stage starts; fast-check's scheduler decides when
+ * the blocker finishes, when the mailbox closes (rejecting new mails, dropping queued ones), when
+ * the task ends (CANCEL, FAIL or a bare stop), and the order of every file operation from then on.
+ */
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { fc, it } from '@fast-check/vitest';
+import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
+import { AbortedError, CancelledError, RejectedError } from '../../src/services/errors.ts';
+import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import {
+  listSpill,
+  removeDir,
+  removeSpillRoot,
+  tempDir,
+  withHangGuard,
+  type SpillListing,
+} from '../model/support.ts';
+import {
+  RACE_LIMITS,
+  announce,
+  drainScheduler,
+  makeRaceFixture,
+  raceParams,
+  RACE_TIMEOUT_MS,
+  type RaceFixture,
+} from './harness.ts';
+
+type Outcome = { report?: RecoveryReport; error?: Error };
+type Ending = 'cancel' | 'fail' | 'stop';
+
+let fixture: RaceFixture;
+let spillRoot = '';
+const seen = { dropped: 0, rejected: 0, endedFirst: 0, finished: 0 };
+
+beforeAll(async () => {
+  announce('dropped mail against task end');
+  fixture = await makeRaceFixture();
+  spillRoot = await tempDir();
+});
+
+afterAll(async () => {
+  console.log(
+    `dropped-mail race: ${seen.dropped} schedules dropped a mail, ${seen.rejected} failed on a rejected mail, ${seen.endedFirst} were ended by the ending event (with a mail queued, dropped or running), ${seen.finished} finished first`,
+  );
+  resetFsSeam();
+  await removeSpillRoot(spillRoot);
+  await removeDir(fixture.dir);
+});
+
+describe('race: a dropped mail against task end', () => {
+  it.prop(
+    [
+      fc.scheduler(),
+      fc.constantFrom<Ending>('cancel', 'fail', 'stop'),
+      fc.boolean(),
+      fc.nat({ max: 8 }),
+      fc.nat({ max: 8 }),
+    ],
+    raceParams,
+  )(
+    'G1 G2 G3 G5: a dropped or rejected gap mail never leaks the fetched state nor hides the first cause, whenever the task ends',
+    async (s, ending, holdGap, closeAfterTicks, endAfterTicks) => {
+      let gapStarted = false;
+      let endedByEvent = false;
+      let dropped = 0;
+      let atDone: SpillListing | undefined;
+      const failure = new Error('injected: FAIL while a gap mail is queued');
+      setFsHook((op, path) =>
+        gapStarted && path.startsWith(spillRoot)
+          ? s.schedule(Promise.resolve(), `${op} ${path.split('/').at(-1)}`)
+          : undefined,
+      );
+      /**
+       * Runs `fn` after `n` scheduler ticks: it always comes (a stalled task gets its end), but
+       * early or late among the task's own steps, so it may also find the task finished.
+       */
+      const afterTicks = async (n: number, label: string, fn: () => void) => {
+        for (let i = 0; i < n; i++)
+          await s.schedule(Promise.resolve(), `${label} (wait ${i + 1}/${n})`);
+        await s.schedule(Promise.resolve(), label);
+        fn();
+      };
+      const recovery = recoverChannelState({
+        checkpoint: fixture.checkpoint.path,
+        spillRoot,
+        limits: RACE_LIMITS,
+        channels: () => ({ onBuffer: () => {}, onFinished: () => {} }),
+        hooks: {
+          beforeStage: (stage, services) => {
+            if (stage !== 'gap') return;
+            gapStarted = true;
+            // Runs ahead of the gap's mails until the scheduler lets it finish.
+            services.mailbox
+              .execute('blocker', () => s.schedule(Promise.resolve(), 'blocker finishes'))
+              .catch(() => undefined);
+            void afterTicks(closeAfterTicks, 'mailbox.close', () => {
+              dropped = services.mailbox.close().dropped;
+            });
+            void afterTicks(endAfterTicks, ending, () => {
+              if (recovery.actor.getSnapshot().status !== 'active') return;
+              endedByEvent = true;
+              if (ending === 'cancel') recovery.cancel('race');
+              else if (ending === 'fail') recovery.actor.send({ type: 'FAIL', error: failure });
+              else recovery.actor.stop();
+            });
+            // Holding the gap lets the close come before its first mail is even posted (G2).
+            return holdGap ? s.schedule(Promise.resolve(), 'gap posts its first mail') : undefined;
+          },
+        },
+      });
+      const done = recovery.done.then(
+        (report): Outcome => {
+          atDone = listSpill(spillRoot);
+          return { report };
+        },
+        (error: Error): Outcome => {
+          atDone = listSpill(spillRoot);
+          return { error };
+        },
+      );
+      try {
+        // A dropped mail never settles: only the ending may end such a task, and it must.
+        const outcome = await withHangGuard(s.waitFor(done), 'done after a dropped mail');
+        await drainScheduler(s);
+        if (dropped > 0) seen.dropped++;
+
+        if (endedByEvent) {
+          seen.endedFirst++;
+          if (ending === 'fail') expect(outcome.error).toBe(failure);
+          else expect(outcome.error).toBeInstanceOf(CancelledError);
+        } else if (outcome.error !== undefined) {
+          // The mailbox closed before a gap mail was posted: row G2, the rejection is the cause.
+          seen.rejected++;
+          expect(outcome.error).toBeInstanceOf(RejectedError);
+        } else {
+          seen.finished++;
+          expect(outcome.report?.bytesDelivered).toBe(fixture.checkpoint.payloadBytes);
+        }
+        expect(outcome.error).not.toBeInstanceOf(AbortedError);
+        expect(atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1
+        expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
+        const snapshot = recovery.actor.getSnapshot();
+        if (snapshot.status === 'done') expect(snapshot.context.ownership).toEqual({}); // G2
+        expect(snapshot.context.services.registry.isClosed).toBe(true);
+      } finally {
+        resetFsSeam();
+      }
+    },
+    RACE_TIMEOUT_MS,
+  );
+});
