@@ -1,6 +1,6 @@
 /**
  * Channel consumers that write each channel's recovered bytes to `gate-<g>-channel-<c>.bin`
- * (DESIGN §4), coalescing deliveries into 1 MiB writes.
+ * (DESIGN §4), coalescing deliveries into 256 KiB writes.
  */
 import { join } from 'node:path';
 import { fsSeam, type SeamFile } from './fs.ts';
@@ -8,7 +8,12 @@ import { ErrorCollector } from './errors.ts';
 import type { ChannelConsumer } from './drainer.ts';
 import { channelKey, type ChannelInfo } from './fetched-state.ts';
 
-const FLUSH_BYTES = 1024 * 1024;
+/**
+ * Per-channel staging size. Deliveries are copied in rather than kept: a kept 32 KiB slice would
+ * pin the reader's whole 1 MiB read buffer, once per channel (G8: memory must not grow with the
+ * channel count).
+ */
+const STAGE_BYTES = 256 * 1024;
 
 /**
  * One output file per channel in `dir` (which must exist). Files are created lazily, and every
@@ -36,8 +41,8 @@ export class ChannelFileSink {
   consumer(info: ChannelInfo): ChannelConsumer {
     const path = join(this.dir, `${channelKey(info)}.bin`);
     let file: Promise<SeamFile> | undefined;
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
+    let stage: Buffer | undefined;
+    let staged = 0;
     const ensure = () =>
       (file ??= fsSeam.open(path, 'w').then((f) => {
         this.created.push(path);
@@ -46,18 +51,32 @@ export class ChannelFileSink {
       }));
     const flush = async () => {
       const f = await ensure();
-      if (pendingBytes === 0) return;
-      const bufs = pending;
-      pending = [];
-      pendingBytes = 0;
-      await f.write(...bufs);
+      if (staged === 0) return;
+      const bytes = stage!.subarray(0, staged);
+      // The write owns this buffer until it settles: stage into a fresh one meanwhile.
+      stage = undefined;
+      staged = 0;
+      await f.write(bytes);
     };
     return {
       onBuffer: (buffer) => {
-        pending.push(buffer);
-        pendingBytes += buffer.length;
         this.bytes += buffer.length;
-        return pendingBytes >= FLUSH_BYTES ? flush() : undefined;
+        if (buffer.length >= STAGE_BYTES) {
+          // Big enough to write as it is: no copy.
+          return flush().then(async () => void (await (await ensure()).write(buffer)));
+        }
+        stage ??= Buffer.allocUnsafe(STAGE_BYTES);
+        const n = Math.min(buffer.length, STAGE_BYTES - staged);
+        buffer.copy(stage, staged, 0, n);
+        staged += n;
+        if (staged < STAGE_BYTES) return undefined;
+        const rest = buffer.subarray(n);
+        return flush().then(() => {
+          if (rest.length === 0) return;
+          stage = Buffer.allocUnsafe(STAGE_BYTES);
+          rest.copy(stage, 0);
+          staged = rest.length;
+        });
       },
       onFinished: async () => {
         await flush();

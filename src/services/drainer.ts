@@ -102,8 +102,9 @@ export class Drainer {
       while (segment.remaining > 0) {
         if (signal.aborted) throw new AbortedError('drain stopped');
         const want = Math.min(this.bufferBytes, segment.remaining);
-        let chunk = await segment.read(want);
-        if (chunk !== null && chunk.length < want) chunk = await this.gather(segment, chunk, want);
+        // No promise round trip for bytes the reader already holds: only a refill awaits.
+        let chunk = segment.readBuffered(want);
+        if (chunk === undefined) chunk = await segment.read(want);
         if (chunk === null) break;
         // Critical section (docs §5 rule 1): hand over and commit with no await between, so a
         // snapshot sees the buffer either delivered and committed, or neither.
@@ -111,7 +112,8 @@ export class Drainer {
         segment.commit();
         report.bytes += chunk.length;
         report.buffers++;
-        if (pending !== undefined) await pending;
+        // Await only real backpressure: a sync consumer costs no microtask per buffer.
+        if (isPromiseLike(pending)) await pending;
       }
     }
     // DRAINED before any channel is finished, so a concurrent snapshot never derives from a
@@ -160,22 +162,12 @@ export class Drainer {
     this.closing ??= this.reader.close();
     return this.closing;
   }
+}
 
-  /** Completes a short read into one buffer of `want` bytes (a read-chunk boundary). */
-  private async gather(
-    segment: { read(max: number): Promise<Buffer | null> },
-    first: Buffer,
-    want: number,
-  ): Promise<Buffer> {
-    const out = Buffer.allocUnsafe(want);
-    first.copy(out, 0);
-    let filled = first.length;
-    while (filled < want) {
-      const more = await segment.read(want - filled);
-      if (more === null) break;
-      more.copy(out, filled);
-      filled += more.length;
-    }
-    return out.subarray(0, filled);
-  }
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }

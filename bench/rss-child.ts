@@ -1,0 +1,44 @@
+/**
+ * Child process of the `peakRssMiBAt2GiB` measurement: recovers one checkpoint into discarding
+ * consumers through the full task machine with default limits, then prints one JSON line with
+ * the bytes delivered and its own VmHWM. With `--baseline` it only loads the same modules, so
+ * the parent can tell Node's own footprint from what a recovery adds.
+ *
+ * usage: node --import <tsx> bench/rss-child.ts CHECKPOINT SPILL_ROOT | --baseline
+ */
+import { readFileSync } from 'node:fs';
+import { recoverChannelState } from '../src/recover.ts';
+import { SpillRoot } from '../src/services/spill-root.ts';
+import { discardingConsumer } from './stages.ts';
+
+function vmHwmKiB(): number {
+  const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+  return m ? Number(m[1]) : 0;
+}
+
+const [checkpoint, spillRoot] = process.argv.slice(2);
+if (checkpoint === '--baseline') {
+  process.stdout.write(`${JSON.stringify({ bytes: 0, vmHwmKiB: vmHwmKiB() })}\n`);
+} else {
+  if (checkpoint === undefined || spillRoot === undefined) {
+    process.stderr.write('usage: rss-child.ts CHECKPOINT SPILL_ROOT | --baseline\n');
+    process.exit(2);
+  }
+  // SIGINT from the parent (the bench was interrupted) cancels, so the spill files go too.
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort('SIGINT'));
+  const t0 = performance.now();
+  const recovery = recoverChannelState({
+    checkpoint,
+    spillRoot,
+    taskId: 'bench-rss',
+    signal: controller.signal,
+    channels: () => discardingConsumer,
+  });
+  const report = await recovery.done;
+  const ms = performance.now() - t0;
+  await (await SpillRoot.open(spillRoot)).close();
+  process.stdout.write(
+    `${JSON.stringify({ bytes: report.bytesDelivered, ms, spillFiles: report.spillFiles, vmHwmKiB: vmHwmKiB() })}\n`,
+  );
+}
