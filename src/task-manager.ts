@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setMaxListeners } from 'node:events';
-import { crc32 } from 'node:zlib';
+import { crc32 } from './services/crc32.ts';
 import type { InspectionEvent } from 'xstate';
 import {
   recoverChannelState,

@@ -6,7 +6,7 @@
  * Layout (big-endian): `"SPWC"`, `uint32 version = 1`, then entries until EOF, each
  * `int32 gate, int32 channel, int32 length, uint32 crc32(payload), payload`.
  */
-import { crc32 } from 'node:zlib';
+import { crc32 } from './crc32.ts';
 import { AbortedError, CorruptCheckpointError, MisuseError, addSuppressed } from './errors.ts';
 import { fsSeam, type SeamFile } from './fs.ts';
 

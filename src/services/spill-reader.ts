@@ -3,7 +3,7 @@
  * resume from. Flink's `FetchedChannelStateReaderImpl` + `FetchedChannelStateSnapshot`
  * (docs §3.3), reading in large chunks and verifying each segment's CRC-32.
  */
-import { crc32 } from 'node:zlib';
+import { crc32 } from './crc32.ts';
 import { fsSeam, type SeamFile } from './fs.ts';
 import {
   AbortedError,

@@ -4,7 +4,7 @@
  * {@link FetchedChannelState}.
  */
 import { join } from 'node:path';
-import { crc32 } from 'node:zlib';
+import { crc32 } from './crc32.ts';
 import { crc32Combine, crc32Suffix } from './checkpoint.ts';
 import { fsSeam, type SeamFile } from './fs.ts';
 import { AbortedError, ErrorCollector, addSuppressed } from './errors.ts';

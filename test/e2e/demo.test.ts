@@ -79,6 +79,7 @@ describe('spillway demo and soak (real CLI, child process)', () => {
     });
     expect(Object.keys(out.faults as object).sort()).toEqual(
       [
+        'cancel-after-failure',
         'cancel-drain',
         'cancel-fetch',
         'cancel-gap',
