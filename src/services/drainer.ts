@@ -106,10 +106,12 @@ export class Drainer {
         let chunk = segment.readBuffered(want);
         if (chunk === undefined) chunk = await segment.read(want);
         if (chunk === null) break;
-        // Critical section (docs §5 rule 1): hand over and commit with no await between, so a
-        // snapshot sees the buffer either delivered and committed, or neither.
-        const pending = consumer.onBuffer(chunk);
+        // Critical section (docs §5 rule 1): commit and hand over with no await between, so a
+        // snapshot sees the buffer either delivered and committed, or neither. Commit first:
+        // the consumer owns the buffer from the call on (even if it throws), and a checkpoint
+        // it triggers from inside onBuffer must not put this buffer in the remainder too.
         segment.commit();
+        const pending = consumer.onBuffer(chunk);
         report.bytes += chunk.length;
         report.buffers++;
         // Await only real backpressure: a sync consumer costs no microtask per buffer.
@@ -146,9 +148,16 @@ export class Drainer {
         `checkpoint ${checkpointId} declined: the spill state was closed before the drain finished`,
       );
     }
-    for (const key of this.inRecovery) this.consumers.get(key)!.onBarrier?.(checkpointId);
-    if (drained) return SpillReader.empty();
-    return this.reader.snapshot().reader();
+    // The cut comes before the barriers: a consumer reacting to its barrier (by cancelling the
+    // task, say) must not find the reader closed under a checkpoint half taken.
+    const snapshot = drained ? undefined : this.reader.snapshot();
+    try {
+      for (const key of this.inRecovery) this.consumers.get(key)!.onBarrier?.(checkpointId);
+    } catch (error) {
+      void snapshot?.close().catch(() => undefined);
+      throw error;
+    }
+    return snapshot?.reader() ?? SpillReader.empty();
   }
 
   /** Makes a running drain stop at its next buffer with `AbortedError`. */

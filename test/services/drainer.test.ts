@@ -579,6 +579,59 @@ describe('Drainer failures and aborts (ours)', () => {
     await finish(drainer, state, taskDir);
   });
 
+  it('G6 a checkpoint taken synchronously inside onBuffer does not put that buffer in the remainder', async () => {
+    const { state, taskDir, original } = await spill([
+      [C0, 64],
+      [C1, 48],
+    ]);
+    let reader: SpillReader | undefined;
+    let drainer: Drainer | undefined;
+    let seen = 0;
+    const rec = recorder(state.channels, {
+      'gate-0-channel-0': {
+        onBuffer: () => {
+          // Re-entrant: the cut happens while this very buffer is being handed over.
+          if (++seen === 2) reader = drainer!.snapshotAndInsertBarriers(9);
+        },
+      },
+    });
+    drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    await drainer.drain();
+    const remainder = await drainReader(reader!);
+    // The buffer being delivered when the barrier came counts as delivered before it.
+    const c0 = rec.log.filter((l) => l.includes('gate-0-channel-0') && !l.startsWith('fin'));
+    expect(c0.slice(0, 3)).toEqual([
+      'buf gate-0-channel-0 16',
+      'buf gate-0-channel-0 16',
+      'barrier gate-0-channel-0 9',
+    ]);
+    const before = Buffer.concat(rec.buffers.get('gate-0-channel-0')!.slice(0, 2));
+    expect(Buffer.concat([before, remainder.get('gate-0-channel-0')!])).toEqual(
+      original.get('gate-0-channel-0'),
+    );
+    expect(remainder.get('gate-0-channel-1')).toEqual(original.get('gate-0-channel-1'));
+    await finish(drainer, state, taskDir);
+  });
+
+  it('G6 a consumer throwing from onBarrier declines the checkpoint and returns its grant', async () => {
+    const { state, taskDir } = await spill([[C0, 64]]);
+    const boom = new Error('barrier refused');
+    const rec = recorder(state.channels, {
+      'gate-0-channel-0': {
+        onBarrier: () => {
+          throw boom;
+        },
+      },
+    });
+    const drainer = new Drainer(state, rec.consumers, { bufferBytes: 16 });
+    const grants = state.refCount;
+    expect(() => drainer.snapshotAndInsertBarriers(3)).toThrow(boom);
+    await macrotasks();
+    expect(state.refCount).toBe(grants); // the snapshot taken before the barriers was closed
+    await drainer.drain();
+    await finish(drainer, state, taskDir);
+  });
+
   it('grant walk (docs §3.2): files go only when the last snapshot reader is closed', async () => {
     const { state, taskDir, original } = await spill([[C0, 40]]);
     expect(state.refCount).toBe(1); // hand-off
