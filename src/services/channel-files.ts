@@ -43,6 +43,7 @@ export class ChannelFileSink {
     let file: Promise<SeamFile> | undefined;
     let stage: Buffer | undefined;
     let staged = 0;
+    let writing = false;
     const ensure = () =>
       (file ??= fsSeam.open(path, 'w').then((f) => {
         this.created.push(path);
@@ -53,10 +54,22 @@ export class ChannelFileSink {
       const f = await ensure();
       if (staged === 0) return;
       const bytes = stage!.subarray(0, staged);
-      // The write owns this buffer until it settles: stage into a fresh one meanwhile.
-      stage = undefined;
       staged = 0;
-      await f.write(bytes);
+      writing = true;
+      try {
+        await f.write(bytes);
+      } finally {
+        writing = false;
+      }
+    };
+    /**
+     * The stage to copy into. The drainer awaits a flush before it delivers again, so the one
+     * stage is free again by then and is reused (no 256 KiB of garbage per flush); a caller
+     * that does not wait gets a fresh one rather than bytes written under a pending write.
+     */
+    const freeStage = (): Buffer => {
+      if (stage === undefined || writing) stage = Buffer.allocUnsafe(STAGE_BYTES);
+      return stage;
     };
     return {
       onBuffer: (buffer) => {
@@ -65,16 +78,15 @@ export class ChannelFileSink {
           // Big enough to write as it is: no copy.
           return flush().then(async () => void (await (await ensure()).write(buffer)));
         }
-        stage ??= Buffer.allocUnsafe(STAGE_BYTES);
+        const target = staged === 0 ? freeStage() : stage!;
         const n = Math.min(buffer.length, STAGE_BYTES - staged);
-        buffer.copy(stage, staged, 0, n);
+        buffer.copy(target, staged, 0, n);
         staged += n;
         if (staged < STAGE_BYTES) return undefined;
         const rest = buffer.subarray(n);
         return flush().then(() => {
           if (rest.length === 0) return;
-          stage = Buffer.allocUnsafe(STAGE_BYTES);
-          rest.copy(stage, 0);
+          rest.copy(freeStage(), 0);
           staged = rest.length;
         });
       },
