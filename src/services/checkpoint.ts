@@ -232,6 +232,11 @@ export interface ReadCheckpointOptions {
   readChunkBytes?: number;
   /** Aborting stops the read before the next chunk with `signal.reason`. */
   signal?: AbortSignal;
+  /**
+   * Called synchronously with the first error, before the file is closed: a caller can report
+   * the cause before any cleanup I/O gives a cancel the chance to overtake it (G5).
+   */
+  onFailure?: (error: unknown) => void;
 }
 
 type ReadState = 'fileHeader' | 'entryHeader' | 'payload';
@@ -402,6 +407,7 @@ export async function readCheckpoint(
     return { entries, payloadBytes, fileBytes: filePos };
   } catch (e) {
     primary = e;
+    options.onFailure?.(e);
     throw e;
   } finally {
     try {

@@ -68,6 +68,12 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
     maxSpillFileBytes: input.limits?.maxSpillFileBytes,
     onFirstAcquire: input.onTaskDirAcquired,
   });
+  let reported = false;
+  const report = (error: unknown): void => {
+    if (reported) return;
+    reported = true;
+    input.onFailure?.(error);
+  };
   const onAbort = () => writer.abort();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -84,7 +90,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
           return writer.append(current, chunk, crc);
         },
       },
-      { readChunkBytes: input.limits?.readChunkBytes, signal },
+      { readChunkBytes: input.limits?.readChunkBytes, signal, onFailure: report },
     );
     const state = await writer.close();
     return {
@@ -95,7 +101,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       entries: summary.entries,
     };
   } catch (error) {
-    input.onFailure?.(error);
+    report(error);
     // The stage itself owns cleanup on its own failure: nobody else may ever learn of these
     // files if it does not (Flink's F2/F3 leaks).
     await writer.discardSpilledFiles().catch((e) => addSuppressed(error as Error, e));

@@ -171,4 +171,21 @@ describe('first cause wins (G5)', () => {
     expect(codeOf(late[0]!.cause)).toBe('ENOSPC');
     await expectNoLeak(fx, w.taskDir());
   });
+
+  it('G5 a cancel arriving while the checkpoint file closes after an ENOSPC does not become the cause', async () => {
+    const fx = await fixture();
+    let w: ReturnType<typeof start> | undefined;
+    // The failure is thrown inside the checkpoint read; the reader closes its file before the
+    // error leaves it. A cancel landing in that close must find the failure already reported.
+    setFsHook((op, path) => {
+      if (op === 'close' && path === fx.checkpoint) w?.recovery.cancel('during the close');
+    });
+    injectFault({ op: 'write', code: 'ENOSPC', pathIncludes: 'spill-segment-1.bin' });
+    w = start(fx, { taskId: 'g5-close' });
+    const error = await settle(w.recovery.done);
+    expect(codeOf(error)).toBe('ENOSPC');
+    expectRealCause(error);
+    expect(w.recovery.actor.getSnapshot().value).toBe('failed');
+    await expectNoLeak(fx, w.taskDir());
+  });
 });
