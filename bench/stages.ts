@@ -13,8 +13,12 @@ import {
 import { channelKey, type FetchedChannelState } from '../src/services/fetched-state.ts';
 import type { SpillRoot } from '../src/services/spill-root.ts';
 
-/** A consumer that drops every buffer at once and never returns a promise. */
+/**
+ * A consumer that drops every buffer at once and never returns a promise. It borrows (keeps
+ * nothing), as a real consumer that copies into its own buffers does.
+ */
 export const discardingConsumer: ChannelConsumer = {
+  borrows: true,
   onBuffer() {},
   onFinished() {},
 };

@@ -625,7 +625,11 @@ export class TaskManager {
         spillRoot: this.spill.root,
         limits: this.limits,
         taskId: id,
-        channels: () => ({ onBuffer: () => void ops.buffers++, onFinished: () => undefined }),
+        channels: () => ({
+          borrows: true,
+          onBuffer: () => void ops.buffers++,
+          onFinished: () => undefined,
+        }),
         hooks: { beforeStage: (stage) => void (fetching &&= stage === 'fetch') },
       });
       await recovery.done;
@@ -859,6 +863,8 @@ export class TaskManager {
     state.tracks.set(key, track);
     const { plan } = state;
     return {
+      // Only hashes and counts each buffer, synchronously: it keeps no reference.
+      borrows: true,
       onBuffer: (buffer: Buffer): void | Promise<void> => {
         const n = ++state.buffers;
         const hit = plan.variant === 'onBuffer' && n === plan.nth;

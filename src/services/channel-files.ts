@@ -72,6 +72,9 @@ export class ChannelFileSink {
       return stage;
     };
     return {
+      // Every delivery is copied into the stage before onBuffer returns, or written as it is
+      // with the returned promise settling only once the write is done: nothing is kept.
+      borrows: true,
       onBuffer: (buffer) => {
         this.bytes += buffer.length;
         if (buffer.length >= STAGE_BYTES) {

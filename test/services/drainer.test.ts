@@ -678,6 +678,7 @@ async function interleave(
   appends: [number, number][],
   limits: Limits,
   checkpoints: number,
+  borrows = false,
 ): Promise<{ barriers: number[][] }> {
   const channels = [C0, C1, C2];
   const { state, taskDir, original } = await spill(
@@ -695,9 +696,11 @@ async function interleave(
     channels.map((info, c) => [
       channelKey(info),
       {
+        borrows,
         onBuffer(b) {
           expect(finished[c]).toBe(0);
-          delivered[c]!.push(b);
+          // A borrower copies before returning: the reused read buffer is refilled later.
+          delivered[c]!.push(borrows ? Buffer.from(b) : b);
           deliveredLen[c]! += b.length;
           return s.schedule(Promise.resolve(), `deliver ${c}`);
         },
@@ -716,6 +719,7 @@ async function interleave(
     bufferBytes: limits.bufferBytes,
     readChunkBytes: limits.readChunkBytes,
   });
+  expect(drainer.reusesBuffers).toBe(borrows);
   await state.release(); // the hand-off, at drain start
 
   const taken: { id: number; at: number[]; finishedAt: number[]; reader: SpillReader }[] = [];
@@ -749,6 +753,8 @@ async function interleave(
     expect(finished[c]).toBe(1);
   });
   for (const t of taken) {
+    // The remainder writer keeps slices across awaits: a snapshot reader never reuses.
+    expect(t.reader.reusesBuffers).toBe(false);
     const rest = await drainReader(t.reader);
     channels.forEach((info, c) => {
       const cut = barrierAt[c]!.get(t.id);
@@ -814,5 +820,251 @@ describe('Drainer concurrency (Flink FetchedChannelStateDrainerConcurrencyTest)'
       }),
       { numRuns: 3 },
     );
+  });
+});
+
+describe('Drainer with borrowing consumers (reused read buffer)', () => {
+  /**
+   * Consumers that borrow: each copies its buffer at once (the copy is what is checked) and
+   * notes which ArrayBuffer it was lent. `keeper` names a channel that does NOT borrow.
+   */
+  function borrowers(channels: readonly ChannelInfo[], keeper?: ChannelInfo) {
+    const copies = new Map<string, Buffer[]>();
+    const memory = new Set<ArrayBufferLike>();
+    const consumers = new Map<string, ChannelConsumer>();
+    for (const info of channels) {
+      const key = channelKey(info);
+      copies.set(key, []);
+      const consumer: ChannelConsumer = {
+        onBuffer(b) {
+          memory.add(b.buffer);
+          copies.get(key)!.push(Buffer.from(b));
+        },
+        onFinished() {},
+      };
+      const borrows = keeper === undefined || channelKey(keeper) !== key;
+      consumers.set(key, borrows ? { ...consumer, borrows: true } : consumer);
+    }
+    const bytesOf = (info: ChannelInfo) => Buffer.concat(copies.get(channelKey(info))!);
+    return { consumers, memory, bytesOf };
+  }
+
+  /** Counts disk reads through the seam. */
+  function countReads(): { readonly n: number } {
+    const counter = { n: 0 };
+    setFsHook((op) => void (op === 'read' && counter.n++));
+    return counter;
+  }
+
+  /** ~200 KiB over two channels, many files, segments of an odd size. */
+  const manyFills = (): Promise<Awaited<ReturnType<typeof spill>>> =>
+    spill(
+      Array.from({ length: 40 }, (_, i) => [i % 2 === 0 ? C0 : C1, 4001 + 97 * i]),
+      { maxSegmentBytes: 5003, maxSpillFileBytes: 64 * 1024 },
+    );
+
+  it('every byte arrives exactly once and in order across fills, file rotations and header straddles (property)', async () => {
+    const root = await makeTempRoot();
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), fc.integer({ min: 1, max: 300 })), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        fc.record({
+          maxSegmentBytes: fc.integer({ min: 17, max: 101 }),
+          maxSpillFileBytes: fc.integer({ min: 1, max: 400 }),
+          bufferBytes: fc.integer({ min: 1, max: 80 }),
+          readChunkBytes: fc.integer({ min: 1, max: 70 }),
+        }),
+        async (appends, limits) => {
+          const channels = [C0, C1, C2];
+          const { state, taskDir, original } = await spill(
+            appends.map(([c, len]) => [channels[c]!, len]),
+            { ...limits, channels },
+            root,
+            `task-${run++}`,
+          );
+          const b = borrowers(state.channels);
+          const drainer = new Drainer(state, b.consumers, limits);
+          expect(drainer.reusesBuffers).toBe(true);
+          await state.release();
+          await drainer.drain();
+          for (const c of channels) {
+            expect(b.bytesOf(c)).toEqual(original.get(channelKey(c)) ?? Buffer.alloc(0));
+          }
+          await finish(drainer, state, taskDir);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('readChunkBytes 64, odd segments: headers straddling fills still deliver every byte once, in order', async () => {
+    const appends: [ChannelInfo, number][] = [];
+    for (let i = 0; i < 60; i++) appends.push([[C0, C1, C2][i % 3]!, 1 + ((i * 37) % 113)]);
+    const { state, taskDir, original } = await spill(appends, {
+      maxSegmentBytes: 53,
+      maxSpillFileBytes: 333,
+    });
+    const b = borrowers(state.channels);
+    const reads = countReads();
+    const drainer = new Drainer(state, b.consumers, { bufferBytes: 24, readChunkBytes: 64 });
+    await drainer.drain();
+    expect(reads.n).toBeGreaterThan(50);
+    for (const c of [C0, C1, C2]) expect(b.bytesOf(c)).toEqual(original.get(channelKey(c)));
+    // One reused buffer (grown at most once), whatever the number of fills.
+    expect(b.memory.size).toBeLessThanOrEqual(2);
+    await finish(drainer, state, taskDir);
+  });
+
+  it('when every consumer borrows, the drain lends at most 2 distinct ArrayBuffers over many fills', async () => {
+    const { state, taskDir, original } = await manyFills();
+    const b = borrowers(state.channels);
+    const reads = countReads();
+    const drainer = new Drainer(state, b.consumers, { bufferBytes: 3000, readChunkBytes: 8192 });
+    await drainer.drain();
+    expect(reads.n).toBeGreaterThan(20);
+    expect(b.memory.size).toBeLessThanOrEqual(2);
+    expect(b.bytesOf(C0)).toEqual(original.get(channelKey(C0)));
+    expect(b.bytesOf(C1)).toEqual(original.get(channelKey(C1)));
+    await finish(drainer, state, taskDir);
+  });
+
+  it('one consumer that does not borrow disables reuse: every fill is fresh memory', async () => {
+    const { state, taskDir, original } = await manyFills();
+    const b = borrowers(state.channels, C1);
+    const reads = countReads();
+    const drainer = new Drainer(state, b.consumers, { bufferBytes: 3000, readChunkBytes: 8192 });
+    expect(drainer.reusesBuffers).toBe(false);
+    await drainer.drain();
+    expect(reads.n).toBeGreaterThan(20);
+    expect(b.memory.size).toBeGreaterThan(reads.n / 2);
+    expect(b.bytesOf(C0)).toEqual(original.get(channelKey(C0)));
+    expect(b.bytesOf(C1)).toEqual(original.get(channelKey(C1)));
+    await finish(drainer, state, taskDir);
+  });
+
+  it('G6 a checkpoint during a borrowing drain: delivered before the barrier + remainder == original; the remainder reader lends fresh buffers', async () => {
+    const appends: [ChannelInfo, number][] = [];
+    for (let i = 0; i < 30; i++) appends.push([i % 2 === 0 ? C0 : C1, 50 + ((i * 29) % 71)]);
+    const { state, taskDir, original } = await spill(appends, {
+      maxSegmentBytes: 61,
+      maxSpillFileBytes: 500,
+    });
+    const copies = new Map<string, Buffer[]>([
+      ['gate-0-channel-0', []],
+      ['gate-0-channel-1', []],
+    ]);
+    const atBarrier = new Map<string, number>();
+    let drainer: Drainer | undefined;
+    let remainderReader: SpillReader | undefined;
+    let n = 0;
+    const consumers = new Map<string, ChannelConsumer>(
+      [C0, C1].map((info) => {
+        const key = channelKey(info);
+        const consumer: ChannelConsumer = {
+          borrows: true,
+          onBuffer(b) {
+            copies.get(key)!.push(Buffer.from(b));
+            if (++n === 25) remainderReader = drainer!.snapshotAndInsertBarriers(4);
+          },
+          onFinished() {},
+          onBarrier: () => void atBarrier.set(key, copies.get(key)!.length),
+        };
+        return [key, consumer];
+      }),
+    );
+    drainer = new Drainer(state, consumers, { bufferBytes: 20, readChunkBytes: 64 });
+    await drainer.drain();
+    expect(remainderReader!.reusesBuffers).toBe(false);
+    // Keep the remainder's slices uncopied until the end, as the remainder writer may: a reused
+    // buffer would have overwritten the earlier ones by then.
+    const kept = new Map<string, Buffer[]>();
+    try {
+      for (
+        let s = await remainderReader!.nextSegment();
+        s;
+        s = await remainderReader!.nextSegment()
+      ) {
+        const list = kept.get(channelKey(s)) ?? [];
+        kept.set(channelKey(s), list);
+        for (let b = await s.read(20); b !== null; b = await s.read(20)) list.push(b);
+      }
+    } finally {
+      await remainderReader!.close();
+    }
+    for (const info of [C0, C1]) {
+      const key = channelKey(info);
+      const before = Buffer.concat(copies.get(key)!.slice(0, atBarrier.get(key)));
+      const after = Buffer.concat(kept.get(key) ?? []);
+      expect(Buffer.concat([before, after])).toEqual(original.get(key));
+      expect(Buffer.concat(copies.get(key)!)).toEqual(original.get(key));
+    }
+    await finish(drainer, state, taskDir);
+  });
+
+  it('G6 every byte lands exactly once on one side of each barrier, with borrowing consumers (property)', async () => {
+    const root = await makeTempRoot();
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), fc.integer({ min: 1, max: 40 })), {
+          minLength: 1,
+          maxLength: 10,
+        }),
+        fc.record({
+          maxSegmentBytes: fc.integer({ min: 17, max: 48 }),
+          maxSpillFileBytes: fc.integer({ min: 1, max: 120 }),
+          bufferBytes: fc.integer({ min: 1, max: 24 }),
+          readChunkBytes: fc.integer({ min: 1, max: 64 }),
+        }),
+        fc.integer({ min: 1, max: 8 }),
+        async (s, appends, limits, checkpoints) => {
+          await interleave(s, root, `task-${run++}`, appends, limits, checkpoints, true);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+
+  it('a borrowing consumer returning a promise holds the next fill until it settles; its buffer stays intact meanwhile', async () => {
+    const { state, taskDir, original } = await spill([[C0, 640]], { maxSegmentBytes: 1000 });
+    const held = deferred();
+    const delivered = deferred();
+    let first: { lent: Buffer; copy: Buffer } | undefined;
+    const copies: Buffer[] = [];
+    const consumer: ChannelConsumer = {
+      borrows: true,
+      onBuffer(b) {
+        copies.push(Buffer.from(b));
+        if (first !== undefined) return undefined;
+        first = { lent: b, copy: Buffer.from(b) };
+        delivered.resolve();
+        return held.promise;
+      },
+      onFinished() {},
+    };
+    const reads = countReads();
+    // Chunks of 64 bytes, buffers of 64: every delivery after the first needs a new fill.
+    const drainer = new Drainer(state, new Map([[channelKey(C0), consumer]]), {
+      bufferBytes: 64,
+      readChunkBytes: 64,
+    });
+    const draining = drainer.drain();
+    await delivered.promise;
+    const readsAtDelivery = reads.n;
+    await macrotasks(10);
+    expect(reads.n).toBe(readsAtDelivery);
+    expect(first!.lent.equals(first!.copy)).toBe(true);
+    held.resolve();
+    await draining;
+    expect(reads.n).toBeGreaterThan(readsAtDelivery);
+    // The memory it was lent was reused by a later fill: the wait above was what protected it.
+    expect(first!.lent.equals(first!.copy)).toBe(false);
+    expect(Buffer.concat(copies)).toEqual(original.get(channelKey(C0)));
+    await finish(drainer, state, taskDir);
   });
 });
