@@ -9,57 +9,17 @@ import {
   SpillEOFError,
 } from '../../src/services/errors.ts';
 import type { ChannelInfo, FetchedChannelState } from '../../src/services/fetched-state.ts';
-import { fsOpCounts, resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
+import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
 import { SpillReader, START_POSITION, type SpillSegment } from '../../src/services/spill-reader.ts';
 import { SEGMENT_HEADER_BYTES, SpillWriter } from '../../src/services/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+import { exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
 
 afterEach(() => resetFsSeam());
 
 const C0: ChannelInfo = { gate: 0, channel: 0 };
 const C1: ChannelInfo = { gate: 0, channel: 1 };
 const MiB = 1024 * 1024;
-
-/** Lets several macrotasks pass, so anything that could still settle has had its chance. */
-async function macrotasks(n = 5): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((res) => (resolve = res));
-  return { promise, resolve };
-}
-
-/** Settles to the rejection reason, or to 'ok'; attached at once so nothing goes unhandled. */
-function settle(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => 'ok',
-    (e: unknown) => e,
-  );
-}
-
-/** Pauses the first seam operation matching `op` and `pathIncludes` until `release()`. */
-function pauseOn(op: FsOp, pathIncludes = ''): { reached: Promise<void>; release: () => void } {
-  const reached = deferred();
-  const gate = deferred();
-  let armed = true;
-  setFsHook(async (o, path) => {
-    if (armed && o === op && path.includes(pathIncludes)) {
-      armed = false;
-      reached.resolve();
-      await gate.promise;
-    }
-  });
-  return { reached: reached.promise, release: gate.resolve };
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
 
 function bytes(n: number, seed = 1): Buffer {
   const b = Buffer.alloc(n);
