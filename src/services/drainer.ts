@@ -4,7 +4,7 @@
  * `FetchedChannelStateDrainer` (docs §3.4, §5).
  */
 import { AbortedError, MisuseError } from './errors.ts';
-import { channelKey, type ChannelInfo, type FetchedChannelState } from './fetched-state.ts';
+import { channelKey, type FetchedChannelState } from './fetched-state.ts';
 import { SpillReader } from './spill-reader.ts';
 
 export const DEFAULT_BUFFER_BYTES = 32 * 1024;

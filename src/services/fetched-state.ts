@@ -3,6 +3,7 @@
  * and the task dir that holds them. Flink's `FetchedChannelState`, stricter where Flink is
  * lenient (see the class doc).
  */
+import { channelKey as checkpointChannelKey } from './checkpoint.ts';
 import { fsSeam } from './fs.ts';
 import { AbortedError, CleanupError, MisuseError } from './errors.ts';
 
@@ -14,7 +15,7 @@ export interface ChannelInfo {
 
 /** `gate-<g>-channel-<c>`: the key used for maps and output file names. */
 export function channelKey(info: ChannelInfo): string {
-  return `gate-${info.gate}-channel-${info.channel}`;
+  return checkpointChannelKey(info.gate, info.channel);
 }
 
 /**
