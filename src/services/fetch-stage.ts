@@ -4,7 +4,7 @@
  * ownership events.
  */
 import { readCheckpoint } from './checkpoint.ts';
-import { AbortedError, addSuppressed } from './errors.ts';
+import { AbortedError, addSuppressed, isAbortConsequence } from './errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
 import { SpillWriter } from './spill-writer.ts';
 
@@ -62,18 +62,21 @@ export interface FetchStageResult {
 export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageResult> {
   const { signal } = input;
   if (signal.aborted) throw new AbortedError('fetch aborted before it started');
-  const writer = new SpillWriter({
-    taskDir: input.taskDir,
-    maxSegmentBytes: input.limits?.maxSegmentBytes,
-    maxSpillFileBytes: input.limits?.maxSpillFileBytes,
-    onFirstAcquire: input.onTaskDirAcquired,
-  });
   let reported = false;
   const report = (error: unknown): void => {
     if (reported) return;
     reported = true;
     input.onFailure?.(error);
   };
+  const writer = new SpillWriter({
+    taskDir: input.taskDir,
+    maxSegmentBytes: input.limits?.maxSegmentBytes,
+    maxSpillFileBytes: input.limits?.maxSpillFileBytes,
+    onFirstAcquire: input.onTaskDirAcquired,
+    // Writes run behind the reading: a failed one is reported the moment it fails, not when
+    // the next append rethrows it, so nothing arriving in between can become the cause (G5).
+    onWriteFailure: report,
+  });
   const onAbort = () => writer.abort();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -100,13 +103,31 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       payloadBytes: summary.payloadBytes,
       entries: summary.entries,
     };
-  } catch (error) {
-    report(error);
+  } catch (caught) {
+    report(caught);
     // The stage itself owns cleanup on its own failure: nobody else may ever learn of these
-    // files if it does not (Flink's F2/F3 leaks).
-    await writer.discardSpilledFiles().catch((e) => addSuppressed(error as Error, e));
+    // files if it does not (Flink's F2/F3 leaks). The discard waits for the write in flight.
+    let cleanupError: unknown;
+    await writer.discardSpilledFiles().catch((e: unknown) => (cleanupError = e));
+    const error = withLateWriteFailure(caught, writer.writeFailure);
+    if (cleanupError !== undefined) addSuppressed(error as Error, cleanupError);
     throw error;
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * Folds the outcome of the write that was still in flight when the stage stopped into its
+ * error. Writes run behind the reading, so an abort now usually stops the reader while a write
+ * is in flight, where the reader used to be waiting for that write: its outcome (the write that
+ * lost the race, or a real I/O error behind it) is then the stage's account of the abort, as
+ * it was before. Any other failure stays first; a real I/O error of that write is suppressed.
+ */
+function withLateWriteFailure(caught: unknown, late: unknown): unknown {
+  if (late === undefined || late === caught) return caught;
+  if (isAbortConsequence(caught)) return late;
+  const real = !(late instanceof AbortedError) || late.cause !== undefined;
+  if (real && caught instanceof Error) addSuppressed(caught, late);
+  return caught;
 }

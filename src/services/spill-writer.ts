@@ -28,6 +28,12 @@ export interface SpillWriterOptions {
    * over at acquisition), so even a writer that is abandoned mid-write is cleaned up.
    */
   onFirstAcquire?: (writer: SpillWriter) => void;
+  /**
+   * Called synchronously when a write running behind `append()` fails, before that failure
+   * surfaces at the next `append()`/`close()`: the owner can record the cause the moment it
+   * happens, so an abort arriving in between cannot take its place (G5).
+   */
+  onWriteFailure?: (error: unknown) => void;
 }
 
 /**
@@ -43,6 +49,12 @@ export interface SpillWriterOptions {
  * entry; one write each would cost a syscall per ~100 KiB. A full-size segment is written as
  * soon as it is sealed, and the files' contents and rotation points are the same either way.
  *
+ * Writes run behind: `append()` issues a write and returns while it is in flight, so the
+ * caller reads and copies the next bytes meanwhile. At most one write is in flight; the next
+ * write, a file close, a rotation and `close()` wait for it first. Two buffers alternate, so
+ * the bytes of the write in flight are never touched. A failed write is reported to
+ * `onWriteFailure` at once and rethrown by every later `append()`/`close()`.
+ *
  * @example
  * ```ts
  * const writer = new SpillWriter({ taskDir: root.taskDirPath('t1') });
@@ -55,6 +67,7 @@ export class SpillWriter {
   private readonly maxSegmentBytes: number;
   private readonly maxSpillFileBytes: number;
   private readonly onFirstAcquire: ((writer: SpillWriter) => void) | undefined;
+  private readonly onWriteFailure: ((error: unknown) => void) | undefined;
 
   private aborted = false;
   private acquired = false;
@@ -68,11 +81,20 @@ export class SpillWriter {
   /** Bytes given to the current file: written, or sealed and pending in the buffer. */
   private fileBytes = 0;
   /**
-   * One bounded buffer of 2 × maxSegmentBytes, reused: sealed segments waiting to be written at
+   * The filling buffer, 2 × maxSegmentBytes: sealed segments waiting to be written at
    * [0, pendingEnd), then the open segment (header space first, body after it). Fewer than
    * maxSegmentBytes are ever pending when a segment opens, so the open one always fits.
    */
-  private readonly buffer: Buffer;
+  private buffer: Buffer;
+  /**
+   * The other buffer (allocated at the first write): it holds the bytes of the write in flight
+   * and is not touched until that write settles. A flush waits for it, then swaps the two.
+   */
+  private spare: Buffer | undefined;
+  /** The write running behind append(), if any; it never rejects (see `failure`). */
+  private writing: Promise<void> | undefined;
+  /** The first failure of a write behind append(); every later call rethrows it. */
+  private failure: { error: unknown } | undefined;
   private pendingEnd = 0;
   private segmentLength = 0;
   private segmentGate = -1;
@@ -95,6 +117,7 @@ export class SpillWriter {
     }
     if (this.maxSpillFileBytes < 1) throw new RangeError('maxSpillFileBytes must be ≥ 1');
     this.onFirstAcquire = options.onFirstAcquire;
+    this.onWriteFailure = options.onWriteFailure;
     this.buffer = Buffer.allocUnsafe(2 * this.maxSegmentBytes);
   }
 
@@ -105,6 +128,16 @@ export class SpillWriter {
 
   get isAborted(): boolean {
     return this.aborted;
+  }
+
+  /**
+   * The first failure of a write that ran behind `append()` (an I/O error, or the
+   * `AbortedError` of a write that lost the race with abort), once that write has settled;
+   * `undefined` if none failed. After an abort nobody may call `append()` again to learn it:
+   * read it here once `discardSpilledFiles()` (which waits for the write) has resolved.
+   */
+  get writeFailure(): unknown {
+    return this.failure?.error;
   }
 
   /**
@@ -222,6 +255,7 @@ export class SpillWriter {
 
   private checkOpen(): void {
     if (this.closed) throw new AbortedError('spill writer is already closed');
+    if (this.failure !== undefined) throw this.failure.error;
     this.checkAbort('append');
   }
 
@@ -269,30 +303,62 @@ export class SpillWriter {
     if (this.pendingEnd >= this.maxSegmentBytes) await this.flush();
   }
 
-  /** Writes the pending segments to the current file (created now if need be) as one write. */
+  /**
+   * Issues the pending segments to the current file (created now if need be) as one write and
+   * returns while it is in flight, after waiting for the previous one.
+   */
   private async flush(): Promise<void> {
     const length = this.pendingEnd;
     if (length === 0) return;
+    await this.settle();
     if (this.file === undefined) await this.openNextFile();
 
     this.checkAbort('write a segment');
     const file = this.file!;
+    const buffer = this.buffer;
+    // The filled buffer now belongs to the write; the next bytes go to the other one, which
+    // no write holds any more (settle() above waited for the last).
+    this.buffer = this.spare ?? Buffer.allocUnsafe(buffer.length);
+    this.spare = buffer;
     // Pending bytes are dropped whatever the outcome: after a failed write the stage discards
     // everything, and a retry would write them twice.
     this.pendingEnd = 0;
+    const writing = this.writeBehind(file, buffer.subarray(0, length)).catch((error: unknown) => {
+      if (this.failure !== undefined) return;
+      this.failure = { error };
+      this.onWriteFailure?.(error);
+    });
+    this.writing = writing;
+    this.inflight = writing;
+  }
+
+  /** One write and what must follow it at once: an abort that came meanwhile deletes the file. */
+  private async writeBehind(file: SeamFile, bytes: Buffer): Promise<void> {
     try {
-      await this.run(() => file.write(this.buffer.subarray(0, length)));
+      await file.write(bytes);
     } catch (e) {
       throw this.aborted
         ? new AbortedError('spill write lost the race with abort', { cause: e })
         : e;
     }
-    this.spilledBytes += length;
+    this.spilledBytes += bytes.length;
     if (this.aborted) {
       // The write raced an abort and landed: delete our own file rather than leave it (G3).
-      await this.deleteOwn(file.path);
+      // A discard already waiting for this write removes the whole dir next; deleting the file
+      // first would only put one more delete between the cancel and the dir being gone.
+      if (this.discarding === undefined) await this.deleteOwn(file.path);
       throw new AbortedError('spill writer aborted during a segment write');
     }
+  }
+
+  /** Waits for the write in flight, if any; rethrows the first failure of any write. */
+  private async settle(): Promise<void> {
+    const writing = this.writing;
+    if (writing !== undefined) {
+      await writing;
+      if (this.writing === writing) this.writing = undefined;
+    }
+    if (this.failure !== undefined) throw this.failure.error;
   }
 
   private async openNextFile(): Promise<void> {
@@ -325,6 +391,8 @@ export class SpillWriter {
   }
 
   private async closeFile(): Promise<void> {
+    // Never close under a write in flight; a failed write wins over the close.
+    await this.settle();
     const file = this.file;
     if (file === undefined) return;
     this.file = undefined;

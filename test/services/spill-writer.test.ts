@@ -4,10 +4,10 @@ import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/services/errors.ts';
 import type { ChannelInfo } from '../../src/services/fetched-state.ts';
-import { fsOpCounts, injectFault, resetFsSeam } from '../../src/services/fs.ts';
+import { fsOpCounts, injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
 import { SEGMENT_HEADER_BYTES, SpillWriter } from '../../src/services/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
-import { exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
+import { deferred, exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
 
 afterEach(() => resetFsSeam());
 
@@ -403,8 +403,11 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
   });
 
   it('C1 a failed discard is not final: the next discardSpilledFiles retries the delete', async () => {
-    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 20 });
-    await writer.append(C0, bytes(10));
+    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 20, maxSpillFileBytes: 1 });
+    await writer.append(C0, bytes(4));
+    // The rotation waits for file 0's write and closes it: no write is in flight whose
+    // abort-time cleanup could take the injected rm fault.
+    await writer.append(C1, bytes(4));
     injectFault({ op: 'rm', code: 'EIO' });
     const error = await settle(writer.discardSpilledFiles());
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
@@ -456,5 +459,158 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     expect(await exists(closed.taskDir)).toBe(false);
     await state.close(); // the state's own cleanup is harmless afterwards
     expect(state.isClosed).toBe(true);
+  });
+});
+
+describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
+  it('append returns while its write is in flight; the next write waits for it and neither buffer is overwritten', async () => {
+    // 16-byte bodies: each 16-byte append fills one segment, the next append seals and writes it.
+    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
+    const data = [bytes(16, 1), bytes(16, 2), bytes(16, 3)];
+    await writer.append(C0, data[0]!);
+    // Counted as requested (the seam counts a write only once its hook has returned).
+    let writesRequested = 0;
+    const reached = deferred();
+    const gate = deferred();
+    setFsHook(async (op) => {
+      if (op === 'write' && ++writesRequested === 1) {
+        reached.resolve();
+        await gate.promise;
+      }
+    });
+    let secondDone = false;
+    const second = writer.append(C1, data[1]!).then(() => (secondDone = true));
+    await reached.promise; // after the task dir and file 0 were created
+    await macrotasks();
+    expect(writesRequested).toBe(1);
+    expect(secondDone).toBe(true); // returned with segment 0's write still paused
+    let thirdDone = false;
+    const third = writer.append(C2, data[2]!).then(() => (thirdDone = true));
+    await macrotasks();
+    expect(thirdDone).toBe(false); // sealing segment 1 waits for segment 0's write
+    expect(writesRequested).toBe(1);
+    gate.resolve();
+    await Promise.all([second, third]);
+    const state = await writer.close();
+    const [segs] = await segmentsOf(state.files);
+    expect(segs!.map((s) => [s.gate, s.channel])).toEqual([
+      [C0.gate, C0.channel],
+      [C1.gate, C1.channel],
+      [C2.gate, C2.channel],
+    ]);
+    expect(segs!.map((s) => s.body)).toEqual(data);
+    for (const s of segs!) expect(s.crc).toBe(crc32(s.body));
+    await state.release();
+    expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('G5 a failed write behind append is reported to onWriteFailure first, then every later append and close rethrow that same error', async () => {
+    const order: string[] = [];
+    const reported: unknown[] = [];
+    const root = await makeTempRoot();
+    const taskDir = join(root, 'task-3-cafe');
+    const writer = new SpillWriter({
+      taskDir,
+      maxSegmentBytes: 20,
+      onWriteFailure: (e) => {
+        order.push('reported');
+        reported.push(e);
+      },
+    });
+    injectFault({ op: 'write', code: 'ENOSPC' });
+    await writer.append(C0, bytes(4));
+    const results: unknown[] = [];
+    for (const c of [C1, C0, C1]) results.push(await settle(writer.append(c, bytes(4, 9))));
+    results.push(await settle(writer.close()));
+    order.push('rejected');
+    expect(reported).toHaveLength(1);
+    const injected = reported[0] as NodeJS.ErrnoException;
+    expect(injected.code).toBe('ENOSPC');
+    expect(injected.message).toContain('(injected)');
+    expect(order).toEqual(['reported', 'rejected']);
+    // The append that issued the write may return before it fails; from the next one on,
+    // every call rethrows exactly the injected error.
+    const firstFailure = results.findIndex((r) => r !== 'ok');
+    expect(firstFailure).toBeGreaterThanOrEqual(0);
+    expect(firstFailure).toBeLessThanOrEqual(1);
+    for (const r of results.slice(firstFailure)) expect(r).toBe(injected);
+    expect(fsOpCounts().write).toBe(1); // nothing is written after the failure
+    await writer.discardSpilledFiles();
+    expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('close waits for the write in flight before it closes the file', async () => {
+    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
+    await writer.append(C0, bytes(16));
+    const pause = pauseOn('write');
+    const closing = writer.close();
+    await pause.reached;
+    await macrotasks();
+    expect(fsOpCounts().close).toBe(0);
+    pause.release();
+    const state = await closing;
+    expect((await readFile(state.files[0]!)).length).toBe(32);
+    expect(writer.spilledBytes).toBe(32);
+    await state.release();
+    expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('G3 discard while a write runs behind: no further write is issued, and once the write lands the dir goes in one delete', async () => {
+    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
+    await writer.append(C0, bytes(16));
+    const rms: string[] = [];
+    const gate = deferred();
+    let paused = false;
+    setFsHook(async (op, path) => {
+      if (op === 'rm') rms.push(path);
+      if (op === 'write' && !paused) {
+        paused = true;
+        await gate.promise;
+      }
+    });
+    await writer.append(C0, bytes(16, 2)); // seals and issues segment 0's write, which waits
+    expect(paused).toBe(true);
+    writer.abort();
+    await expect(writer.append(C0, bytes(40))).rejects.toBeInstanceOf(AbortedError);
+    await expect(writer.close()).rejects.toBeInstanceOf(AbortedError);
+    const file0 = join(taskDir, 'spill-segment-0.bin');
+    const discarding = writer.discardSpilledFiles();
+    await macrotasks();
+    expect(rms).toEqual([]); // discard waits for the write in flight
+    gate.resolve();
+    await discarding;
+    // The landed file goes with the dir: no extra delete between the cancel and the dir gone.
+    expect(rms).toEqual([taskDir]);
+    expect(fsOpCounts().write).toBe(1);
+    expect(fsOpCounts().open).toBe(1);
+    expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('G3 abort while a write runs behind, with nobody discarding: the writer deletes the landed file itself', async () => {
+    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
+    await writer.append(C0, bytes(16));
+    const rms: string[] = [];
+    const gate = deferred();
+    let paused = false;
+    setFsHook(async (op, path) => {
+      if (op === 'rm') rms.push(path);
+      if (op === 'write' && !paused) {
+        paused = true;
+        await gate.promise;
+      }
+    });
+    await writer.append(C0, bytes(16, 2)); // seals and issues segment 0's write, which waits
+    expect(paused).toBe(true);
+    writer.abort();
+    await expect(writer.append(C0, bytes(40))).rejects.toBeInstanceOf(AbortedError);
+    await expect(writer.close()).rejects.toBeInstanceOf(AbortedError);
+    const file0 = join(taskDir, 'spill-segment-0.bin');
+    gate.resolve();
+    while (rms.length === 0) await macrotasks(1); // the write lands, then the writer acts
+    expect(rms).toEqual([file0]); // its own delete started before anyone asked for a discard
+    expect(fsOpCounts().write).toBe(1);
+    await writer.discardSpilledFiles(); // waits for that delete, then removes the dir
+    expect(rms).toEqual([file0, taskDir]);
+    expect(await exists(taskDir)).toBe(false);
   });
 });
