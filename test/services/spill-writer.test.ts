@@ -555,7 +555,8 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     expect(await exists(taskDir)).toBe(false);
   });
 
-  it('G3 discard while a write runs behind: no further write is issued, and once the write lands the dir goes in one delete', async () => {
+  /** Aborts a writer while segment 0's write is paused in flight; `gate` lets it land. */
+  async function abortWithWriteInFlight() {
     const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
     await writer.append(C0, bytes(16));
     const rms: string[] = [];
@@ -574,6 +575,11 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     await expect(writer.append(C0, bytes(40))).rejects.toBeInstanceOf(AbortedError);
     await expect(writer.close()).rejects.toBeInstanceOf(AbortedError);
     const file0 = join(taskDir, 'spill-segment-0.bin');
+    return { writer, taskDir, rms, gate, file0 };
+  }
+
+  it('G3 discard while a write runs behind: no further write is issued, and once the write lands the dir goes in one delete', async () => {
+    const { writer, taskDir, rms, gate, file0 } = await abortWithWriteInFlight();
     const discarding = writer.discardSpilledFiles();
     await macrotasks();
     expect(rms).toEqual([]); // discard waits for the write in flight
@@ -587,24 +593,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
   });
 
   it('G3 abort while a write runs behind, with nobody discarding: the writer deletes the landed file itself', async () => {
-    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
-    await writer.append(C0, bytes(16));
-    const rms: string[] = [];
-    const gate = deferred();
-    let paused = false;
-    setFsHook(async (op, path) => {
-      if (op === 'rm') rms.push(path);
-      if (op === 'write' && !paused) {
-        paused = true;
-        await gate.promise;
-      }
-    });
-    await writer.append(C0, bytes(16, 2)); // seals and issues segment 0's write, which waits
-    expect(paused).toBe(true);
-    writer.abort();
-    await expect(writer.append(C0, bytes(40))).rejects.toBeInstanceOf(AbortedError);
-    await expect(writer.close()).rejects.toBeInstanceOf(AbortedError);
-    const file0 = join(taskDir, 'spill-segment-0.bin');
+    const { writer, taskDir, rms, gate, file0 } = await abortWithWriteInFlight();
     gate.resolve();
     while (rms.length === 0) await macrotasks(1); // the write lands, then the writer acts
     expect(rms).toEqual([file0]); // its own delete started before anyone asked for a discard
