@@ -7,10 +7,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { recoverChannelState } from '../src/recover.ts';
 import { makeCheckpoint } from '../src/services/checkpoint.ts';
-import { fsSeam } from '../src/services/fs.ts';
+import { fsSeam, listFiles } from '../src/services/fs.ts';
 import { SpillRoot, resolveSpillRoot } from '../src/services/spill-root.ts';
 import type { InspectorServer } from './server.ts';
 
@@ -166,27 +166,10 @@ export async function runDemoLoop(options: DemoLoopOptions): Promise<DemoLoopRes
 export async function spillUsage(ownerDir: string): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
-  const walk = async (dir: string, depth: number): Promise<void> => {
-    let names: string[];
-    try {
-      names = await fsSeam.readdir(dir);
-    } catch {
-      return; // removed while we looked: a task just ended
-    }
-    for (const name of names) {
-      const path = join(dir, name);
-      try {
-        const st = await fsSeam.lstat(path);
-        if (st.isDirectory() && depth < 3) await walk(path, depth + 1);
-        else if (st.isFile() && /^spill-segment-\d+\.bin$/.test(name)) {
-          files++;
-          bytes += st.size;
-        }
-      } catch {
-        // ENOENT between readdir and lstat: deleted under us, not counted.
-      }
-    }
-  };
-  await walk(ownerDir, 0);
+  for (const f of await listFiles(ownerDir)) {
+    if (!/^spill-segment-\d+\.bin$/.test(basename(f.path))) continue;
+    files++;
+    bytes += f.size;
+  }
   return { files, bytes };
 }

@@ -22,7 +22,14 @@ import type { StageName, TaskServices } from './machines/task-services.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import { readCheckpoint } from './services/checkpoint.ts';
 import { channelKey, type ChannelInfo } from './services/fetched-state.ts';
-import { fsSeam, injectFault, setFsHook, type FsHook, type FsOp } from './services/fs.ts';
+import {
+  fsSeam,
+  injectFault,
+  listFiles,
+  setFsHook,
+  type FsHook,
+  type FsOp,
+} from './services/fs.ts';
 import { SpillRoot } from './services/spill-root.ts';
 import {
   DEFAULT_MAX_SEGMENT_BYTES,
@@ -520,7 +527,7 @@ export class TaskManager {
     try {
       for (let s = 0; s < tasks; s++) {
         const copy = join(options.workDir, `slot-${s}.spwc`);
-        await copyFile(options.checkpoint, copy);
+        await fsSeam.copyFile(options.checkpoint, copy);
         copies.push(copy);
       }
     } catch (e) {
@@ -1162,47 +1169,5 @@ async function readdirOrEmpty(dir: string): Promise<string[]> {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw e;
-  }
-}
-
-/** Every non-directory entry under `path`, with its size; vanished entries are skipped. */
-async function listFiles(path: string): Promise<{ path: string; size: number }[]> {
-  const out: { path: string; size: number }[] = [];
-  const visit = async (p: string): Promise<void> => {
-    let st;
-    try {
-      st = await fsSeam.lstat(p);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw e;
-    }
-    if (!st.isDirectory()) {
-      out.push({ path: p, size: st.size });
-      return;
-    }
-    for (const name of await readdirOrEmpty(p)) await visit(join(p, name));
-  };
-  await visit(path);
-  return out;
-}
-
-/** Copies a file through the seam (so the copy is as observable as everything else). */
-async function copyFile(from: string, to: string): Promise<void> {
-  const src = await fsSeam.open(from, 'r');
-  try {
-    const dst = await fsSeam.open(to, 'wx');
-    try {
-      const buf = Buffer.allocUnsafe(1024 * 1024);
-      for (let pos = 0; ;) {
-        const n = await src.read(buf, 0, buf.length, pos);
-        if (n === 0) break;
-        await dst.write(buf.subarray(0, n));
-        pos += n;
-      }
-    } finally {
-      await dst.close();
-    }
-  } finally {
-    await src.close();
   }
 }

@@ -7,6 +7,7 @@
 import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
 import fse from 'fs-extra';
+import { join } from 'node:path';
 
 /** Every operation the seam performs; faults and counts are keyed by these names. */
 export const FS_OPS = [
@@ -277,3 +278,41 @@ export const fsSeam = {
     return fs.readFileSync(path);
   },
 };
+
+/**
+ * Every non-directory entry under `path` (itself included if it is a file), with its size.
+ * Entries that vanish while it looks are skipped: it is used to watch dirs that tasks are
+ * deleting. Never follows symlinks.
+ *
+ * @example
+ * ```ts
+ * const files = await listFiles(spillRoot.ownerDir);
+ * const bytes = files.reduce((n, f) => n + f.size, 0);
+ * ```
+ */
+export async function listFiles(path: string): Promise<{ path: string; size: number }[]> {
+  const out: { path: string; size: number }[] = [];
+  const visit = async (p: string): Promise<void> => {
+    let st: fs.Stats;
+    try {
+      st = await fsSeam.lstat(p);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw e;
+    }
+    if (!st.isDirectory()) {
+      out.push({ path: p, size: st.size });
+      return;
+    }
+    let names: string[];
+    try {
+      names = await fsSeam.readdir(p);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw e;
+    }
+    for (const name of names) await visit(join(p, name));
+  };
+  await visit(path);
+  return out;
+}
