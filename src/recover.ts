@@ -20,7 +20,6 @@ import type { SpillLimits } from './services/fetch-stage.ts';
 import {
   AbortedError,
   CancelledError,
-  SpillwayError,
   addSuppressed,
   suppressedOf,
   toError,
@@ -247,5 +246,3 @@ function buildReport(
     durationMs: Math.round(performance.now() - started),
   };
 }
-
-export { SpillwayError };
