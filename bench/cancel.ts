@@ -7,7 +7,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { recoverChannelState } from '../src/recover.ts';
-import type { SpillLimits } from '../src/services/fetch-stage.ts';
+import type { SpillLimits } from '../src/services/spill/limits.ts';
 import { discardingConsumer } from './stages.ts';
 import { percentile, seededRandom, spread, type Spread } from './stats.ts';
 

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { recoverChannelState } from '../src/recover.ts';
-import { SpillRoot } from '../src/services/spill-root.ts';
+import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { discardingConsumer } from './stages.ts';
 
 function vmHwmKiB(): number {

@@ -4,14 +4,13 @@
  * what they get, synchronously, so the figures are Spillway's own cost and nothing else.
  */
 import { recoverChannelState } from '../src/recover.ts';
-import { Drainer, type ChannelConsumer, type DrainReport } from '../src/services/drainer.ts';
-import {
-  fetchToSpill,
-  type FetchStageResult,
-  type SpillLimits,
-} from '../src/services/fetch-stage.ts';
-import { channelKey, type FetchedChannelState } from '../src/services/fetched-state.ts';
-import type { SpillRoot } from '../src/services/spill-root.ts';
+import { Drainer, type DrainReport } from '../src/services/spill/drainer.ts';
+import { type ChannelConsumer } from '../src/services/channel.ts';
+import { fetchToSpill, type FetchStageResult } from '../src/services/spill/fetch-stage.ts';
+import { type SpillLimits } from '../src/services/spill/limits.ts';
+import { channelKey } from '../src/services/channel.ts';
+import { type FetchedChannelState } from '../src/services/spill/fetched-state.ts';
+import type { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 
 /**
  * A consumer that drops every buffer at once and never returns a promise. It borrows (keeps

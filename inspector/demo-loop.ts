@@ -9,9 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { recoverChannelState } from '../src/recover.ts';
-import { makeCheckpoint } from '../src/services/checkpoint.ts';
+import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
 import { fsSeam, listFiles } from '../src/services/fs.ts';
-import { SpillRoot, resolveSpillRoot } from '../src/services/spill-root.ts';
+import { SpillRoot, resolveSpillRoot } from '../src/services/spill-root/spill-root.ts';
 import type { InspectorServer } from './server.ts';
 
 /** What each demo task does, in turn. */

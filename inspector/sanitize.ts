@@ -4,9 +4,9 @@
  * `inspect` callback, synchronously, so a mutable object is captured as it is *now* (Stately's
  * own pipeline serializes later and shows a later value).
  */
-import { FetchedChannelState } from '../src/services/fetched-state.ts';
-import { Drainer } from '../src/services/drainer.ts';
-import { SpillReader } from '../src/services/spill-reader.ts';
+import { FetchedChannelState } from '../src/services/spill/fetched-state.ts';
+import { Drainer } from '../src/services/spill/drainer.ts';
+import { SpillReader } from '../src/services/spill/spill-reader.ts';
 
 /** Keys that hold services, refs or callbacks: never shown. */
 const OMITTED_KEYS = new Set(['services', 'parent', 'closeable', 'reply', 'signal', 'hooks']);

@@ -23,24 +23,16 @@ export {
   type RecoveryReport,
   type TaskActor,
 } from './recover.ts';
-export type { ChannelConsumer } from './services/drainer.ts';
-export type { ChannelInfo } from './services/fetched-state.ts';
-export type { SpillLimits } from './services/fetch-stage.ts';
+export type { ChannelConsumer, ChannelInfo } from './services/channel.ts';
+export type { SpillLimits } from './services/spill/limits.ts';
 export type { TaskHooks, StageName } from './machines/task-services.ts';
 export type { CheckpointResult, OwnerId, ResourceId, TaskEvent } from './machines/events.ts';
 export { taskMachine } from './machines/task.machine.ts';
-export {
-  makeCheckpoint,
-  readCheckpoint,
-  CheckpointWriter,
-  type MakeCheckpointOptions,
-} from './services/checkpoint.ts';
-export {
-  SpillRoot,
-  sweepSpillRoot,
-  resolveSpillRoot,
-  type SweepReport,
-} from './services/spill-root.ts';
+export { makeCheckpoint, type MakeCheckpointOptions } from './services/checkpoint/generator.ts';
+export { readCheckpoint } from './services/checkpoint/reader.ts';
+export { CheckpointWriter } from './services/checkpoint/writer.ts';
+export { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
+export { sweepSpillRoot, type SweepReport } from './services/spill-root/sweep.ts';
 export {
   SpillwayError,
   CorruptCheckpointError,

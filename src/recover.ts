@@ -13,10 +13,10 @@ import type { TaskHooks, TaskServices } from './machines/task-services.ts';
 import { CloseableRegistry } from './services/registry.ts';
 import { Mailbox } from './services/mailbox.ts';
 import { SerialExecutor } from './services/executor.ts';
-import { SpillRoot, resolveSpillRoot } from './services/spill-root.ts';
-import type { ChannelInfo } from './services/fetched-state.ts';
-import type { ChannelConsumer } from './services/drainer.ts';
-import type { SpillLimits } from './services/fetch-stage.ts';
+import { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
+import type { ChannelInfo } from './services/channel.ts';
+import type { ChannelConsumer } from './services/channel.ts';
+import type { SpillLimits } from './services/spill/limits.ts';
 import {
   AbortedError,
   CancelledError,

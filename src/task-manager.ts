@@ -20,8 +20,8 @@ import {
 } from './recover.ts';
 import type { StageName, TaskServices } from './machines/task-services.ts';
 import type { CheckpointResult } from './machines/events.ts';
-import { readCheckpoint } from './services/checkpoint.ts';
-import { channelKey, type ChannelInfo } from './services/fetched-state.ts';
+import { readCheckpoint } from './services/checkpoint/reader.ts';
+import { channelKey, type ChannelInfo } from './services/channel.ts';
 import {
   fsSeam,
   injectFault,
@@ -30,12 +30,12 @@ import {
   type FsHook,
   type FsOp,
 } from './services/fs.ts';
-import { SpillRoot } from './services/spill-root.ts';
+import { SpillRoot } from './services/spill-root/spill-root.ts';
 import {
   DEFAULT_MAX_SEGMENT_BYTES,
   DEFAULT_MAX_SPILL_FILE_BYTES,
-} from './services/spill-writer.ts';
-import { DEFAULT_BUFFER_BYTES } from './services/drainer.ts';
+} from './services/spill/limits.ts';
+import { DEFAULT_BUFFER_BYTES } from './services/spill/limits.ts';
 import { CancelledError, MisuseError, RejectedError, SpillwayError } from './services/errors.ts';
 
 // ---------------------------------------------------------------------------------------------

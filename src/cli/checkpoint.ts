@@ -1,5 +1,5 @@
 /** `spillway checkpoint make --out FILE [--gates G] [--channels C] [--mb N] [--seed S] [--json]` */
-import { makeCheckpoint } from '../services/checkpoint.ts';
+import { makeCheckpoint } from '../services/checkpoint/generator.ts';
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, table, type Io } from './io.ts';
 

@@ -1,5 +1,6 @@
 /** `spillway sweep [--spill-root DIR] [--json]` */
-import { resolveSpillRoot, sweepSpillRoot } from '../services/spill-root.ts';
+import { resolveSpillRoot } from '../services/spill-root/spill-root.ts';
+import { sweepSpillRoot } from '../services/spill-root/sweep.ts';
 import { parse, stringOption } from './args.ts';
 import { printJson, table, type Io } from './io.ts';
 

@@ -4,8 +4,8 @@
  * instant it exists until it closes it (rows S1–S4).
  */
 import { fromPromise } from 'xstate';
-import type { Drainer } from '../services/drainer.ts';
-import { discardRemainder, writeRemainder } from '../services/remainder-writer.ts';
+import type { Drainer } from '../services/spill/drainer.ts';
+import { discardRemainder, writeRemainder } from '../services/spill/remainder-writer.ts';
 import { AbortedError, addSuppressed, toError } from '../services/errors.ts';
 import type { CheckpointReply, CheckpointResult, TaskRef } from './events.ts';
 

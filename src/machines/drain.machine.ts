@@ -1,7 +1,7 @@
 /** Stage 3 of recovery: drain the spilled bytes into the input channels. */
 import { assign, fromPromise, setup } from 'xstate';
-import type { DrainReport, Drainer } from '../services/drainer.ts';
-import type { FetchedChannelState } from '../services/fetched-state.ts';
+import type { DrainReport, Drainer } from '../services/spill/drainer.ts';
+import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { addSuppressed, toError } from '../services/errors.ts';
 import type { TaskRef } from './events.ts';
 import type { TaskServices } from './task-services.ts';

@@ -5,9 +5,9 @@
  */
 import type { ActorRef, Snapshot } from 'xstate';
 import type { Closeable } from '../services/registry.ts';
-import type { FetchedChannelState } from '../services/fetched-state.ts';
-import type { Drainer } from '../services/drainer.ts';
-import type { SpillReader } from '../services/spill-reader.ts';
+import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
+import type { Drainer } from '../services/spill/drainer.ts';
+import type { SpillReader } from '../services/spill/spill-reader.ts';
 
 /** The actors that can own a resource. `task` means the task's registry holds it. */
 export type OwnerId = 'fetch' | 'gap' | 'drain' | 'task' | `checkpoint-${number}`;

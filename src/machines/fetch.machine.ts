@@ -1,6 +1,6 @@
 /** Stage 1 of recovery: stream the checkpoint into spill files and hand the sealed state on. */
 import { assign, fromPromise, setup } from 'xstate';
-import { fetchToSpill } from '../services/fetch-stage.ts';
+import { fetchToSpill } from '../services/spill/fetch-stage.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './events.ts';
 import type { TaskServices } from './task-services.ts';

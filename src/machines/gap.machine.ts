@@ -1,7 +1,9 @@
 /** Stage 2 of recovery: the mailbox steps between fetch and drain. */
 import { assign, fromPromise, setup } from 'xstate';
-import { Drainer, type ChannelConsumer } from '../services/drainer.ts';
-import { channelKey, type FetchedChannelState } from '../services/fetched-state.ts';
+import { Drainer } from '../services/spill/drainer.ts';
+import { type ChannelConsumer } from '../services/channel.ts';
+import { channelKey } from '../services/channel.ts';
+import { type FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './events.ts';
 import type { TaskServices } from './task-services.ts';

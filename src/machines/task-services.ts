@@ -5,9 +5,10 @@
 import type { CloseableRegistry } from '../services/registry.ts';
 import type { Mailbox } from '../services/mailbox.ts';
 import type { SerialExecutor } from '../services/executor.ts';
-import type { ChannelInfo } from '../services/fetched-state.ts';
-import type { ChannelConsumer, Drainer } from '../services/drainer.ts';
-import type { SpillLimits } from '../services/fetch-stage.ts';
+import type { ChannelInfo } from '../services/channel.ts';
+import type { ChannelConsumer } from '../services/channel.ts';
+import type { Drainer } from '../services/spill/drainer.ts';
+import type { SpillLimits } from '../services/spill/limits.ts';
 
 export type StageName = 'fetch' | 'gap' | 'drain';
 

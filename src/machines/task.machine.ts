@@ -5,8 +5,8 @@
  */
 import { assign, enqueueActions, setup, type DoneActorEvent } from 'xstate';
 import { CancelledError, toError } from '../services/errors.ts';
-import type { Drainer, DrainReport } from '../services/drainer.ts';
-import type { FetchedChannelState } from '../services/fetched-state.ts';
+import type { Drainer, DrainReport } from '../services/spill/drainer.ts';
+import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import type { OwnerId, RegistryEvent, ReleasedEvent, ResourceId, TaskEvent } from './events.ts';
 import { fetchMachine, type FetchOutput } from './fetch.machine.ts';
 import { gapMachine } from './gap.machine.ts';

@@ -5,8 +5,7 @@
 import { join } from 'node:path';
 import { fsSeam, type SeamFile } from './fs.ts';
 import { ErrorCollector } from './errors.ts';
-import type { ChannelConsumer } from './drainer.ts';
-import { channelKey, type ChannelInfo } from './fetched-state.ts';
+import { channelKey, type ChannelConsumer, type ChannelInfo } from './channel.ts';
 
 /**
  * Per-channel staging size. Deliveries are copied in rather than kept: a kept 32 KiB slice would

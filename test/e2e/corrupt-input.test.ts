@@ -8,7 +8,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeCheckpoint, readCheckpoint } from '../../src/services/checkpoint.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 import { lines, listTree, makeTempRoot, runCli, spillLeftovers, vectorsDir } from './harness.ts';
 
 interface Entry {

@@ -25,7 +25,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import {
   boot8,
   bootId,

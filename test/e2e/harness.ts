@@ -10,7 +10,8 @@ import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect } from 'vitest';
-import { channelKey, readCheckpoint } from '../../src/services/checkpoint.ts';
+import { channelKey } from '../../src/services/channel.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 // Imported here, before this file registers its own afterEach: vitest runs after-hooks in
 // reverse order, so children are killed before their temp dirs are removed.
 import { makeTempRoot } from '../helpers/temp.ts';
@@ -189,7 +190,7 @@ export async function channelBytes(checkpoint: string): Promise<Map<string, Buff
   let current: Buffer[] = [];
   await readCheckpoint(checkpoint, {
     onEntry(gate, channel) {
-      const key = channelKey(gate, channel);
+      const key = channelKey({ gate, channel });
       current = parts.get(key) ?? [];
       parts.set(key, current);
     },

@@ -5,7 +5,8 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CheckpointWriter, readCheckpoint } from '../../src/services/checkpoint.ts';
+import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 import {
   channelBytes,
   expectByteExact,

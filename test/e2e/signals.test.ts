@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import {
   listTree,
   makeTempRoot,

@@ -28,9 +28,9 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
-import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { AbortedError, CleanupError } from '../../src/services/errors.ts';
-import { SpillRootError } from '../../src/services/spill-root.ts';
+import { SpillRootError } from '../../src/services/spill-root/validation.ts';
 import {
   FS_OPS,
   fsOpCounts,
@@ -40,7 +40,7 @@ import {
   type FaultCode,
   type FsOp,
 } from '../../src/services/fs.ts';
-import type { SpillLimits } from '../../src/services/fetch-stage.ts';
+import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import {
   listSpill,
   removeDir,

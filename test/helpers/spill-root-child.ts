@@ -8,7 +8,8 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SpillRoot, sweepSpillRoot } from '../../src/services/spill-root.ts';
+import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
+import { sweepSpillRoot } from '../../src/services/spill-root/sweep.ts';
 
 const [mode, root] = process.argv.slice(2);
 if (mode === undefined || root === undefined) throw new Error('usage: <mode> <root>');

@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import { startInspectorServer } from '../../inspector/server.ts';
 import { recoverChannelState } from '../../src/recover.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';

@@ -21,9 +21,10 @@ import {
 } from '../../inspector/server.ts';
 import { sanitize } from '../../inspector/sanitize.ts';
 import { recoverChannelState } from '../../src/recover.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint.ts';
-import { FetchedChannelState, channelKey } from '../../src/services/fetched-state.ts';
-import { Drainer } from '../../src/services/drainer.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
+import { channelKey } from '../../src/services/channel.ts';
+import { Drainer } from '../../src/services/spill/drainer.ts';
 import { addSuppressed } from '../../src/services/errors.ts';
 import { makeTempRoot, spawnCli, spawnTracked, spillLeftovers, waitFor } from '../e2e/harness.ts';
 

@@ -16,11 +16,11 @@ import {
   SpillEOFError,
   suppressedOf,
 } from '../../src/services/errors.ts';
-import { readCheckpoint } from '../../src/services/checkpoint.ts';
-import { fetchToSpill } from '../../src/services/fetch-stage.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
 import { fsOpCounts, injectFault, setFsHook, type FsOp } from '../../src/services/fs.ts';
-import { SpillReader } from '../../src/services/spill-reader.ts';
-import { SpillRoot } from '../../src/services/spill-root.ts';
+import { SpillReader } from '../../src/services/spill/spill-reader.ts';
+import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import type { TaskServices } from '../../src/machines/task-services.ts';
 import {
   SMALL_LIMITS,

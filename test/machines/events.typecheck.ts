@@ -6,8 +6,8 @@
 import { sendTo, setup } from 'xstate';
 import type { TaskRef } from '../../src/machines/events.ts';
 import type { Closeable } from '../../src/services/registry.ts';
-import type { Drainer } from '../../src/services/drainer.ts';
-import type { SpillReader } from '../../src/services/spill-reader.ts';
+import type { Drainer } from '../../src/services/spill/drainer.ts';
+import type { SpillReader } from '../../src/services/spill/spill-reader.ts';
 
 declare const parent: TaskRef;
 declare const closeable: Closeable;

@@ -8,16 +8,13 @@ import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import type { InspectionEvent, AnyEventObject } from 'xstate';
 import { recoverChannelState, type RecoverOptions, type Recovery } from '../../src/recover.ts';
-import {
-  makeCheckpoint,
-  readCheckpoint,
-  type MadeCheckpoint,
-} from '../../src/services/checkpoint.ts';
-import type { ChannelConsumer } from '../../src/services/drainer.ts';
-import { channelKey, type ChannelInfo } from '../../src/services/fetched-state.ts';
-import type { SpillLimits } from '../../src/services/fetch-stage.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import type { ChannelConsumer } from '../../src/services/channel.ts';
+import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
+import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import { resetFsSeam } from '../../src/services/fs.ts';
-import { SpillRoot } from '../../src/services/spill-root.ts';
+import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { suppressedOf } from '../../src/services/errors.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 

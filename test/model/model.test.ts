@@ -5,7 +5,7 @@
  * `model coverage: transitions X/Y, abort paths A/B clean`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MadeCheckpoint } from '../../src/services/checkpoint.ts';
+import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { traverseModel, transitionsOf } from './paths.ts';
 import { replayPath } from './replay.ts';
 import { makeSmallCheckpoint, removeDir, tempDir } from './support.ts';

@@ -3,7 +3,7 @@
  * deliberately broken task machine (./mutants.ts). An oracle that never fails proves nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MadeCheckpoint } from '../../src/services/checkpoint.ts';
+import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { traverseModel } from './paths.ts';
 import { OracleViolation, replayPath } from './replay.ts';
 import { mutants } from './mutants.ts';

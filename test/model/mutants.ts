@@ -12,7 +12,7 @@ import {
 } from '../../src/machines/fetch.machine.ts';
 import { registryActor, type RegistryActorInput } from '../../src/machines/registry.actor.ts';
 import type { RegistryEvent } from '../../src/machines/events.ts';
-import { fetchToSpill } from '../../src/services/fetch-stage.ts';
+import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
 import { AbortedError, toError } from '../../src/services/errors.ts';
 
 export interface Mutant {

@@ -21,7 +21,7 @@ import { recoverChannelState, type Recovery, type RecoveryReport } from '../../s
 import type { taskMachine } from '../../src/machines/task.machine.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
 import type { TaskHooks, TaskServices } from '../../src/machines/task-services.ts';
-import { channelKey } from '../../src/services/fetched-state.ts';
+import { channelKey } from '../../src/services/channel.ts';
 import {
   AbortedError,
   CancelledError,
@@ -29,7 +29,7 @@ import {
   suppressedOf,
 } from '../../src/services/errors.ts';
 import { makeFsError, resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
-import type { MadeCheckpoint } from '../../src/services/checkpoint.ts';
+import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { ModelPath } from './paths.ts';
 import { INITIAL_STATE, stateKey } from './paths.ts';
 import type { SpecEventType } from './spec.machine.ts';

@@ -6,9 +6,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint.ts';
-import { SpillRoot } from '../../src/services/spill-root.ts';
-import type { SpillLimits } from '../../src/services/fetch-stage.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
+import type { SpillLimits } from '../../src/services/spill/limits.ts';
 
 export interface Deferred<T = void> {
   readonly promise: Promise<T>;

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
 import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
-import { readCheckpoint } from '../../src/services/checkpoint.ts';
-import { channelKey } from '../../src/services/fetched-state.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { channelKey } from '../../src/services/channel.ts';
 import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
 import {
   listSpill,

@@ -8,13 +8,10 @@
  */
 import { join } from 'node:path';
 import type { Scheduler } from 'fast-check';
-import {
-  makeCheckpoint,
-  readCheckpoint,
-  type MadeCheckpoint,
-} from '../../src/services/checkpoint.ts';
-import { channelKey } from '../../src/services/fetched-state.ts';
-import type { SpillLimits } from '../../src/services/fetch-stage.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { channelKey } from '../../src/services/channel.ts';
+import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import { tempDir } from '../model/support.ts';
 import { setFsHook, type FsOp } from '../../src/services/fs.ts';
 import { suppressedOf } from '../../src/services/errors.ts';

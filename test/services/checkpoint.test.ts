@@ -8,16 +8,15 @@ import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_MAGIC,
   CHECKPOINT_VERSION,
-  CheckpointWriter,
   ENTRY_HEADER_BYTES,
   MAX_CHANNEL,
   MAX_ENTRY_LENGTH,
   MAX_GATE,
-  channelKey,
-  makeCheckpoint,
-  readCheckpoint,
-  type CheckpointSummary,
-} from '../../src/services/checkpoint.ts';
+} from '../../src/services/checkpoint/format.ts';
+import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
+import { channelKey } from '../../src/services/channel.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { readCheckpoint, type CheckpointSummary } from '../../src/services/checkpoint/reader.ts';
 import { CorruptCheckpointError, MisuseError, suppressedOf } from '../../src/services/errors.ts';
 import { fsOpCounts, injectFault, resetFsSeam } from '../../src/services/fs.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
@@ -57,7 +56,7 @@ async function collect(
     {
       onEntry(gate, channel, length, offset) {
         entries.push({ gate, channel, length, offset });
-        key = channelKey(gate, channel);
+        key = channelKey({ gate, channel });
         if (!parts.has(key)) parts.set(key, []);
       },
       onPayload(chunk) {
@@ -126,7 +125,7 @@ describe('checkpoint constants', () => {
     expect(MAX_GATE).toBe(65535);
     expect(MAX_CHANNEL).toBe(65535);
     expect(MAX_ENTRY_LENGTH).toBe(268435456);
-    expect(channelKey(7, 3)).toBe('gate-7-channel-3');
+    expect(channelKey({ gate: 7, channel: 3 })).toBe('gate-7-channel-3');
   });
 });
 
@@ -423,7 +422,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     const summary = await readCheckpoint(
       made.path,
       {
-        onEntry: (gate, channel) => void (key = channelKey(gate, channel)),
+        onEntry: (gate, channel) => void (key = channelKey({ gate, channel })),
         onPayload(chunk) {
           maxChunk = Math.max(maxChunk, chunk.length);
           buffers.add(chunk.buffer);
@@ -441,7 +440,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     });
     // One read per MiB of file plus the read that sees EOF.
     expect(fsOpCounts().read).toBe(Math.ceil(made.fileBytes / MIB) + 1);
-    for (const c of made.channels) expect(totals.get(channelKey(c.gate, c.channel))).toBe(c.bytes);
+    for (const c of made.channels) expect(totals.get(channelKey(c))).toBe(c.bytes);
     expectClosedEverything();
   });
 
@@ -553,7 +552,7 @@ describe('CheckpointWriter', () => {
     );
     for (const [key, bytes] of got.channels) {
       const want = Buffer.concat(
-        entries.filter((e) => channelKey(e.gate, e.channel) === key).map((e) => e.payload),
+        entries.filter((e) => channelKey(e) === key).map((e) => e.payload),
       );
       expect(bytes.equals(want)).toBe(true);
     }
@@ -719,11 +718,11 @@ describe('makeCheckpoint', () => {
     const dir = await makeTempRoot();
     const made = await makeCheckpoint({ out: join(dir, 'ch.spwc'), mb: 8, seed: 9 });
     const got = await collect(made.path);
-    expect(made.channels.map((c) => channelKey(c.gate, c.channel)).sort()).toEqual(
+    expect(made.channels.map((c) => channelKey(c)).sort()).toEqual(
       [...got.channels.keys()].sort(),
     );
     for (const c of made.channels) {
-      expect(got.channels.get(channelKey(c.gate, c.channel))!.length).toBe(c.bytes);
+      expect(got.channels.get(channelKey(c))!.length).toBe(c.bytes);
     }
     expect(made.channels.reduce((s, c) => s + c.bytes, 0)).toBe(8 * MIB);
     // Defaults: 2 gates × 4 channels, listed sorted by gate, then channel.

@@ -2,7 +2,8 @@ import { truncate, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Drainer, type ChannelConsumer } from '../../src/services/drainer.ts';
+import { Drainer } from '../../src/services/spill/drainer.ts';
+import { type ChannelConsumer } from '../../src/services/channel.ts';
 import {
   AbortedError,
   MisuseError,
@@ -11,14 +12,12 @@ import {
   isAbortConsequence,
 } from '../../src/services/errors.ts';
 import { SerialExecutor } from '../../src/services/executor.ts';
-import {
-  FetchedChannelState,
-  channelKey,
-  type ChannelInfo,
-} from '../../src/services/fetched-state.ts';
+import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
+import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
 import { fsOpCounts, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
-import type { SpillReader } from '../../src/services/spill-reader.ts';
-import { SEGMENT_HEADER_BYTES, SpillWriter } from '../../src/services/spill-writer.ts';
+import type { SpillReader } from '../../src/services/spill/spill-reader.ts';
+import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
+import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { deferred, exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
 

@@ -7,9 +7,10 @@ import {
   MisuseError,
   isAbortConsequence,
 } from '../../src/services/errors.ts';
-import { FetchedChannelState, channelKey } from '../../src/services/fetched-state.ts';
+import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
+import { channelKey } from '../../src/services/channel.ts';
 import { fsOpCounts, injectFault, makeFsError, resetFsSeam } from '../../src/services/fs.ts';
-import { SpillWriter } from '../../src/services/spill-writer.ts';
+import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 afterEach(() => resetFsSeam());

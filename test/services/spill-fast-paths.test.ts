@@ -8,19 +8,17 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  channelKey as checkpointKey,
-  crc32Combine,
-  crc32Suffix,
-  makeCheckpoint,
-  readCheckpoint,
-} from '../../src/services/checkpoint.ts';
-import { Drainer, type ChannelConsumer } from '../../src/services/drainer.ts';
+import { crc32Combine, crc32Suffix } from '../../src/services/crc32.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { Drainer } from '../../src/services/spill/drainer.ts';
+import { type ChannelConsumer } from '../../src/services/channel.ts';
 import { SpillCorruptError } from '../../src/services/errors.ts';
-import { channelKey, type ChannelInfo } from '../../src/services/fetched-state.ts';
-import { fetchToSpill } from '../../src/services/fetch-stage.ts';
+import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
+import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
 import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
-import { SEGMENT_HEADER_BYTES, SpillWriter } from '../../src/services/spill-writer.ts';
+import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
+import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 afterEach(() => resetFsSeam());
@@ -187,7 +185,7 @@ describe('drain fast path', () => {
     const expected = new Map<string, Buffer[]>();
     let key = '';
     await readCheckpoint(made.path, {
-      onEntry: (gate, channel) => void (key = checkpointKey(gate, channel)),
+      onEntry: (gate, channel) => void (key = channelKey({ gate, channel })),
       onPayload: (chunk) =>
         void (expected.get(key) ?? expected.set(key, []).get(key)!).push(Buffer.from(chunk)),
     });

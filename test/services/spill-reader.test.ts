@@ -8,10 +8,16 @@ import {
   SpillCorruptError,
   SpillEOFError,
 } from '../../src/services/errors.ts';
-import type { ChannelInfo, FetchedChannelState } from '../../src/services/fetched-state.ts';
+import type { ChannelInfo } from '../../src/services/channel.ts';
+import type { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
 import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
-import { SpillReader, START_POSITION, type SpillSegment } from '../../src/services/spill-reader.ts';
-import { SEGMENT_HEADER_BYTES, SpillWriter } from '../../src/services/spill-writer.ts';
+import {
+  SpillReader,
+  START_POSITION,
+  type SpillSegment,
+} from '../../src/services/spill/spill-reader.ts';
+import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
+import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
 

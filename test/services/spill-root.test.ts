@@ -18,16 +18,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
-import {
-  currentOwner,
-  isOwnerAlive,
-  resolveSpillRoot,
-  SpillRoot,
-  SpillRootError,
-  sweepSpillRoot,
-  type OwnerMarker,
-  type SweepReport,
-} from '../../src/services/spill-root.ts';
+import { currentOwner, type OwnerMarker } from '../../src/services/spill-root/identity.ts';
+import { isOwnerAlive } from '../../src/services/spill-root/liveness.ts';
+import { resolveSpillRoot, SpillRoot } from '../../src/services/spill-root/spill-root.ts';
+import { SpillRootError } from '../../src/services/spill-root/validation.ts';
+import { sweepSpillRoot, type SweepReport } from '../../src/services/spill-root/sweep.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));

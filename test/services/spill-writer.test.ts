@@ -3,9 +3,10 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/services/errors.ts';
-import type { ChannelInfo } from '../../src/services/fetched-state.ts';
+import type { ChannelInfo } from '../../src/services/channel.ts';
 import { fsOpCounts, injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
-import { SEGMENT_HEADER_BYTES, SpillWriter } from '../../src/services/spill-writer.ts';
+import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
+import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { deferred, exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
 

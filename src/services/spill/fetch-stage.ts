@@ -3,22 +3,11 @@
  * code; the fetch machine runs it on the channel-IO executor and turns its callbacks into
  * ownership events.
  */
-import { readCheckpoint } from './checkpoint.ts';
-import { AbortedError, addSuppressed, isAbortConsequence } from './errors.ts';
+import { readCheckpoint } from '../checkpoint/reader.ts';
+import { AbortedError, addSuppressed, isAbortConsequence } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
+import type { SpillLimits } from './limits.ts';
 import { SpillWriter } from './spill-writer.ts';
-
-/** Size limits of the spill files (DESIGN §3) and of the I/O around them. */
-export interface SpillLimits {
-  /** Rotate spill files at this size; default 64 MiB. */
-  maxSpillFileBytes?: number;
-  /** Cut segments at this size (header included); default 1 MiB. */
-  maxSegmentBytes?: number;
-  /** Bytes per buffer delivered to a channel; default 32 KiB. */
-  bufferBytes?: number;
-  /** Bytes per read of checkpoint and spill files; default 1 MiB. */
-  readChunkBytes?: number;
-}
 
 export interface FetchStageInput {
   checkpoint: string;

@@ -3,19 +3,18 @@
  * resume from. Flink's `FetchedChannelStateReaderImpl` + `FetchedChannelStateSnapshot`
  * (docs §3.3), reading in large chunks and verifying each segment's CRC-32.
  */
-import { crc32 } from './crc32.ts';
-import { fsSeam, type SeamFile } from './fs.ts';
+import { crc32 } from '../crc32.ts';
+import { fsSeam, type SeamFile } from '../fs.ts';
 import {
   AbortedError,
   MisuseError,
   SpillCorruptError,
   SpillEOFError,
   addSuppressed,
-} from './errors.ts';
+} from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
-import { SEGMENT_HEADER_BYTES } from './spill-writer.ts';
-
-export const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;
+import { DEFAULT_READ_CHUNK_BYTES } from './limits.ts';
+import { SEGMENT_HEADER_BYTES, readSegmentHeader } from './segment-format.ts';
 
 /** How a reader treats its read buffer. */
 export interface SpillReaderOptions {
@@ -222,10 +221,7 @@ export class SpillReader {
           `(${header.length} of ${SEGMENT_HEADER_BYTES} bytes)`,
       );
     }
-    const gate = header.readInt32BE(0);
-    const channel = header.readInt32BE(4);
-    const length = header.readInt32BE(8);
-    const expectedCrc = header.readUInt32BE(12);
+    const { gate, channel, bodyLength: length, crc: expectedCrc } = readSegmentHeader(header);
     if (gate < 0 || channel < 0 || length <= 0) {
       throw new SpillCorruptError(
         `${this.files[fileIndex]}: impossible segment header at byte ${offset} ` +

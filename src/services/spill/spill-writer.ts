@@ -4,16 +4,13 @@
  * {@link FetchedChannelState}.
  */
 import { join } from 'node:path';
-import { crc32 } from './crc32.ts';
-import { crc32Combine, crc32Suffix } from './checkpoint.ts';
-import { fsSeam, type SeamFile } from './fs.ts';
-import { AbortedError, ErrorCollector, addSuppressed } from './errors.ts';
-import { FetchedChannelState, type ChannelInfo } from './fetched-state.ts';
-
-/** Segment header: int32 gate, int32 channel, int32 bodyLength, uint32 crc32(body). */
-export const SEGMENT_HEADER_BYTES = 16;
-export const DEFAULT_MAX_SEGMENT_BYTES = 1024 * 1024;
-export const DEFAULT_MAX_SPILL_FILE_BYTES = 64 * 1024 * 1024;
+import { crc32, crc32Combine, crc32Suffix } from '../crc32.ts';
+import { fsSeam, type SeamFile } from '../fs.ts';
+import { AbortedError, ErrorCollector, addSuppressed } from '../errors.ts';
+import type { ChannelInfo } from '../channel.ts';
+import { FetchedChannelState } from './fetched-state.ts';
+import { DEFAULT_MAX_SEGMENT_BYTES, DEFAULT_MAX_SPILL_FILE_BYTES } from './limits.ts';
+import { SEGMENT_HEADER_BYTES, spillFileName, writeSegmentHeader } from './segment-format.ts';
 
 export interface SpillWriterOptions {
   /** The task's own dir; created lazily (mode 0700, exclusively) before the first file. */
@@ -293,11 +290,12 @@ export class SpillWriter {
     this.segmentLength = 0;
     if (bodyLength === 0) return; // never an empty segment, hence never an empty file
     const at = this.pendingEnd;
-    const buf = this.buffer;
-    buf.writeInt32BE(this.segmentGate, at);
-    buf.writeInt32BE(this.segmentChannel, at + 4);
-    buf.writeInt32BE(bodyLength, at + 8);
-    buf.writeUInt32BE(this.segmentCrc, at + 12);
+    writeSegmentHeader(this.buffer, at, {
+      gate: this.segmentGate,
+      channel: this.segmentChannel,
+      bodyLength,
+      crc: this.segmentCrc,
+    });
     this.pendingEnd = at + length;
     this.fileBytes += length;
     if (this.pendingEnd >= this.maxSegmentBytes) await this.flush();
@@ -379,7 +377,7 @@ export class SpillWriter {
         throw new AbortedError('spill writer aborted while creating the task dir');
       }
     }
-    const path = join(this.taskDir, `spill-segment-${this.files.length}.bin`);
+    const path = join(this.taskDir, spillFileName(this.files.length));
     this.checkAbort('create a spill file');
     const file = await this.run(() => fsSeam.open(path, 'wx'));
     this.files.push(path);

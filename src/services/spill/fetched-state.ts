@@ -3,20 +3,9 @@
  * and the task dir that holds them. Flink's `FetchedChannelState`, stricter where Flink is
  * lenient (see the class doc).
  */
-import { channelKey as checkpointChannelKey } from './checkpoint.ts';
-import { fsSeam } from './fs.ts';
-import { AbortedError, CleanupError, MisuseError } from './errors.ts';
-
-/** An input channel, identified as in the checkpoint: (gate, channel). */
-export interface ChannelInfo {
-  readonly gate: number;
-  readonly channel: number;
-}
-
-/** `gate-<g>-channel-<c>`: the key used for maps and output file names. */
-export function channelKey(info: ChannelInfo): string {
-  return checkpointChannelKey(info.gate, info.channel);
-}
+import { fsSeam } from '../fs.ts';
+import { AbortedError, CleanupError, MisuseError } from '../errors.ts';
+import type { ChannelInfo } from '../channel.ts';
 
 /**
  * Refcounted spill files. Files **and** the task dir are deleted when the last grant is

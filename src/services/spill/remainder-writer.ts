@@ -5,10 +5,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
-import { CheckpointWriter } from './checkpoint.ts';
-import { fsSeam } from './fs.ts';
-import { addSuppressed } from './errors.ts';
-import { channelKey } from './fetched-state.ts';
+import { CheckpointWriter } from '../checkpoint/writer.ts';
+import { fsSeam } from '../fs.ts';
+import { addSuppressed } from '../errors.ts';
+import { channelKey } from '../channel.ts';
 import type { SpillReader } from './spill-reader.ts';
 
 export interface RemainderSummary {

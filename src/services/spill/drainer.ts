@@ -3,46 +3,11 @@
  * taken during recovery exactly between delivered bytes and the remainder. Flink's
  * `FetchedChannelStateDrainer` (docs §3.4, §5).
  */
-import { AbortedError, MisuseError } from './errors.ts';
-import { channelKey, type FetchedChannelState } from './fetched-state.ts';
+import { AbortedError, MisuseError } from '../errors.ts';
+import { channelKey, type ChannelConsumer } from '../channel.ts';
+import type { FetchedChannelState } from './fetched-state.ts';
+import { DEFAULT_BUFFER_BYTES } from './limits.ts';
 import { SpillReader } from './spill-reader.ts';
-
-export const DEFAULT_BUFFER_BYTES = 32 * 1024;
-
-/**
- * The consumer of one input channel's recovered bytes.
- *
- * @example A borrowing consumer: it copies what it needs, so the drain may reuse its memory.
- * ```ts
- * const consumer: ChannelConsumer = {
- *   borrows: true,
- *   onBuffer: (buffer) => void (crc = crc32(buffer, crc)),
- *   onFinished: () => console.log(crc),
- * };
- * ```
- */
-export interface ChannelConsumer {
-  /**
-   * The consumer reads or copies each buffer before `onBuffer` returns (or before the promise
-   * it returns settles) and keeps no reference; the drainer may then reuse the memory. When
-   * every consumer of a drainer borrows, its reads go into one reused buffer instead of a
-   * fresh 1 MiB one per read (no page faults, no external memory waiting for a GC).
-   */
-  readonly borrows?: boolean;
-  /**
-   * Takes ownership of `buffer`, even when it throws, unless the consumer
-   * {@link ChannelConsumer.borrows}: then the buffer is only lent until `onBuffer` returns, or
-   * until the promise it returns settles. May return a promise (backpressure).
-   */
-  onBuffer(buffer: Buffer): void | Promise<void>;
-  /** No more recovered bytes for this channel. Called exactly once, after every delivery. */
-  onFinished(): void | Promise<void>;
-  /**
-   * A checkpoint barrier: everything delivered before it belongs to the checkpoint's in-flight
-   * part, everything after it is in the snapshot remainder. Must not block.
-   */
-  onBarrier?(checkpointId: number): void;
-}
 
 export type DrainerPhase = 'ready' | 'draining' | 'drained' | 'fully-consumed';
 

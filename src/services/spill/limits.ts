@@ -1,0 +1,25 @@
+/**
+ * The size limits of spilling and draining (docs/formats.md) and their defaults, in one place
+ * so the writer, the reader, the drainer and the pool agree on them.
+ */
+
+/** Size limits of the spill files (docs/formats.md) and of the I/O around them. */
+export interface SpillLimits {
+  /** Rotate spill files at this size; default 64 MiB. */
+  maxSpillFileBytes?: number;
+  /** Cut segments at this size (header included); default 1 MiB. */
+  maxSegmentBytes?: number;
+  /** Bytes per buffer delivered to a channel; default 32 KiB. */
+  bufferBytes?: number;
+  /** Bytes per read of checkpoint and spill files; default 1 MiB. */
+  readChunkBytes?: number;
+}
+
+/** A segment (header + body) never exceeds this by default. */
+export const DEFAULT_MAX_SEGMENT_BYTES = 1024 * 1024;
+/** Spill files rotate once they hold this much by default. */
+export const DEFAULT_MAX_SPILL_FILE_BYTES = 64 * 1024 * 1024;
+/** Bytes per buffer handed to a channel consumer by default. */
+export const DEFAULT_BUFFER_BYTES = 32 * 1024;
+/** Bytes per read of checkpoint and spill files by default: ~10× faster than 32 KiB here. */
+export const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;
