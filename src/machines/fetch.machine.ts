@@ -18,56 +18,76 @@ export interface FetchOutput {
 }
 
 /**
- * Runs on the channel-IO executor. Hands the task dir to the task the instant the writer
- * acquires it (before the first file), and the sealed state the instant it exists: a promise
- * actor's result is dropped after stop, so nothing may wait for the stage's output.
+ * How the spill actor keeps G2 and G3. The product runs with both on; the model suite's
+ * mutation check builds actors with one of them off from this same factory, so a mutant can
+ * never drift from the real actor in anything but the one broken rule.
  */
-export const spillCheckpoint = fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
-  const { services, parent } = input;
-  try {
-    await services.hooks.beforeStage?.('fetch', services);
-    const taskDir = await services.taskDir();
-    const result = await services.executor.submit('fetch', () =>
-      fetchToSpill({
-        checkpoint: services.checkpoint,
-        taskDir,
-        limits: services.limits,
-        signal,
-        onFailure: (error) => {
-          // The cause reaches the task before the stage's cleanup awaits anything.
-          if (!signal.aborted) parent.send({ type: 'FAIL', error: toError(error) });
-        },
-        onTaskDirAcquired: (writer) => {
-          // Aborted: the writer's own flag is set too, so it will not create the dir.
-          if (signal.aborted) return;
-          parent.send({
-            type: 'SPILL.OWNED',
-            resource: 'taskDir',
-            owner: 'fetch',
-            closeable: { close: () => writer.discardSpilledFiles() },
-            detail: taskDir,
-          });
-        },
-      }),
-    );
-    if (signal.aborted) {
-      // The task ended while the state was being sealed: nobody can take it, so close it here.
-      await result.state.close();
-      throw new AbortedError('fetch finished after its task ended; state discarded');
+export interface SpillWiring {
+  /** Hand the task dir to the task the instant the writer acquires it (G2); default true. */
+  readonly handOffAtAcquisition?: boolean;
+  /** Give the writer the stage's abort signal (G3); default true. */
+  readonly honourAbort?: boolean;
+}
+
+/**
+ * The fetch stage's actor. Runs on the channel-IO executor. Hands the task dir to the task the
+ * instant the writer acquires it (before the first file), and the sealed state the instant it
+ * exists: a promise actor's result is dropped after stop, so nothing may wait for the stage's
+ * output.
+ */
+export function createSpillCheckpoint(wiring: SpillWiring = {}) {
+  const handOffAtAcquisition = wiring.handOffAtAcquisition ?? true;
+  const honourAbort = wiring.honourAbort ?? true;
+  return fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
+    const { services, parent } = input;
+    try {
+      await services.hooks.beforeStage?.('fetch', services);
+      const taskDir = await services.taskDir();
+      const result = await services.executor.submit('fetch', () =>
+        fetchToSpill({
+          checkpoint: services.checkpoint,
+          taskDir,
+          limits: services.limits,
+          signal: honourAbort ? signal : new AbortController().signal,
+          onFailure: (error) => {
+            // The cause reaches the task before the stage's cleanup awaits anything.
+            if (!signal.aborted) parent.send({ type: 'FAIL', error: toError(error) });
+          },
+          onTaskDirAcquired: (writer) => {
+            // Aborted: the writer's own flag is set too, so it will not create the dir.
+            if (!handOffAtAcquisition || signal.aborted) return;
+            parent.send({
+              type: 'SPILL.OWNED',
+              resource: 'taskDir',
+              owner: 'fetch',
+              closeable: { close: () => writer.discardSpilledFiles() },
+              detail: taskDir,
+            });
+          },
+        }),
+      );
+      if (signal.aborted && handOffAtAcquisition) {
+        // The task ended while the state was being sealed: nobody can take it, so close it here.
+        await result.state.close();
+        throw new AbortedError('fetch finished after its task ended; state discarded');
+      }
+      parent.send({
+        type: 'FETCH.HANDOFF',
+        state: result.state,
+        spillFiles: result.spillFiles,
+        spilledBytes: result.spilledBytes,
+      });
+      const { state: _handedOff, ...output } = result;
+      return output;
+    } catch (error) {
+      if (signal.aborted) services.lateErrors.push(toError(error));
+      throw error;
     }
-    parent.send({
-      type: 'FETCH.HANDOFF',
-      state: result.state,
-      spillFiles: result.spillFiles,
-      spilledBytes: result.spilledBytes,
-    });
-    const { state: _handedOff, ...output } = result;
-    return output;
-  } catch (error) {
-    if (signal.aborted) services.lateErrors.push(toError(error));
-    throw error;
-  }
-});
+  });
+}
+
+/** The product's spill actor: both rules kept. */
+export const spillCheckpoint = createSpillCheckpoint();
 
 export const fetchMachine = setup({
   types: {} as {

@@ -3,17 +3,15 @@
  * model oracle against each and requires it to fail on at least one path, proving the oracle can
  * fail. Each mutant breaks exactly one thing the design depends on.
  */
-import { fromCallback, fromPromise, setup, type CallbackLogicFunction } from 'xstate';
+import { fromCallback, setup, type CallbackLogicFunction } from 'xstate';
 import { taskMachine } from '../../src/machines/task.machine.ts';
 import {
+  createSpillCheckpoint,
   fetchMachine,
-  type FetchInput,
-  type FetchOutput,
+  type SpillWiring,
 } from '../../src/machines/fetch.machine.ts';
 import { registryActor, type RegistryActorInput } from '../../src/machines/registry.actor.ts';
 import type { RegistryEvent } from '../../src/machines/events.ts';
-import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
-import { AbortedError, toError } from '../../src/services/errors.ts';
 
 export interface Mutant {
   readonly name: string;
@@ -34,58 +32,12 @@ function registryWithoutDisposer() {
   });
 }
 
-/**
- * The fetch stage's spill actor as the product has it, with two knobs to break it:
- * `handOffAtEnd` never announces the task dir (no SPILL.OWNED) and hands the state over only
- * with the stage's final output; `ignoreAbort` gives the writer a signal that never aborts.
- */
-function spillActor(knobs: { handOffAtEnd?: boolean; ignoreAbort?: boolean }) {
-  return fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
-    const { services, parent } = input;
-    try {
-      await services.hooks.beforeStage?.('fetch', services);
-      const taskDir = await services.taskDir();
-      const result = await services.executor.submit('fetch', () =>
-        fetchToSpill({
-          checkpoint: services.checkpoint,
-          taskDir,
-          limits: services.limits,
-          signal: knobs.ignoreAbort ? new AbortController().signal : signal,
-          onTaskDirAcquired: (writer) => {
-            if (knobs.handOffAtEnd || signal.aborted) return;
-            parent.send({
-              type: 'SPILL.OWNED',
-              resource: 'taskDir',
-              owner: 'fetch',
-              closeable: { close: () => writer.discardSpilledFiles() },
-              detail: taskDir,
-            });
-          },
-        }),
-      );
-      if (signal.aborted && !knobs.handOffAtEnd) {
-        await result.state.close();
-        throw new AbortedError('fetch finished after its task ended; state discarded');
-      }
-      parent.send({
-        type: 'FETCH.HANDOFF',
-        state: result.state,
-        spillFiles: result.spillFiles,
-        spilledBytes: result.spilledBytes,
-      });
-      const { state: _handedOff, ...output } = result;
-      return output;
-    } catch (error) {
-      if (signal.aborted) services.lateErrors.push(toError(error));
-      throw error;
-    }
-  });
-}
-
-function withSpillActor(knobs: Parameters<typeof spillActor>[0]): typeof taskMachine {
+function withSpillActor(wiring: SpillWiring): typeof taskMachine {
   return taskMachine.provide({
     actors: {
-      fetchMachine: fetchMachine.provide({ actors: { spillCheckpoint: spillActor(knobs) } }),
+      fetchMachine: fetchMachine.provide({
+        actors: { spillCheckpoint: createSpillCheckpoint(wiring) },
+      }),
     },
   });
 }
@@ -125,9 +77,9 @@ export function mutants(): Mutant[] {
     },
     {
       name: "hand-off moved to the stage's final output",
-      machine: withSpillActor({ handOffAtEnd: true }),
+      machine: withSpillActor({ handOffAtAcquisition: false }),
     },
     { name: 'CANCEL mapped to failed', machine: cancelMappedToFailed() },
-    { name: 'abort flag ignored', machine: withSpillActor({ ignoreAbort: true }) },
+    { name: 'abort flag ignored', machine: withSpillActor({ honourAbort: false }) },
   ];
 }
