@@ -77,7 +77,7 @@ export const gapMachine = setup({
   states: {
     requestingPartitions: {
       description:
-        'Mail: ask the owner for one consumer per channel. A closed mailbox rejects it (G2), a closing one drops it (G3).',
+        'Mail: ask the owner for one consumer per channel. A closed mailbox rejects it (row G2), a closing one drops it (row G3).',
       invoke: {
         id: 'requestPartitions',
         src: 'requestPartitions',
@@ -90,7 +90,7 @@ export const gapMachine = setup({
     },
     buildingDrainer: {
       description:
-        'Mail: build the drainer (its main reader takes a grant) and hand it to the task (G4).',
+        'Mail: build the drainer (its main reader takes a grant) and hand it to the task (row G4 if it throws).',
       invoke: {
         id: 'buildDrainer',
         src: 'buildDrainer',
@@ -99,7 +99,7 @@ export const gapMachine = setup({
       },
     },
     installingTrigger: {
-      description: 'Mail: make the drainer the checkpoint trigger (G5 if rejected or dropped).',
+      description: 'Mail: make the drainer the checkpoint trigger (row G5 if rejected or dropped).',
       invoke: {
         id: 'installTrigger',
         src: 'installTrigger',

@@ -4,8 +4,8 @@
  * always runs a `fromCallback` disposer, so this is what makes G1 hold for a stopped actor.
  */
 import { fromCallback } from 'xstate';
-import type { Closeable, CloseableRegistry } from '../services/registry.ts';
-import type { RegistryEvent, ResourceId } from './events.ts';
+import type { CloseableRegistry } from '../services/registry.ts';
+import type { RegistryEvent } from './events.ts';
 
 export interface RegistryActorInput {
   registry: CloseableRegistry;
@@ -15,21 +15,19 @@ export interface RegistryActorInput {
 
 export const registryActor = fromCallback<RegistryEvent, RegistryActorInput>(
   ({ input, receive }) => {
-    const held = new Map<ResourceId, Closeable>();
+    // The registry keys each entry by its resource id: the task's ownership map and the
+    // registry are the only two records of who holds what, both fed by the same moves.
     receive((event) => {
       if (event.type === 'close') {
         void input.closeResources();
       } else if (event.type === 'own') {
-        held.set(event.resource, event.closeable);
         try {
-          input.registry.register(event.closeable);
+          input.registry.register(event.closeable, event.resource);
         } catch {
           // Registry already closed (row F5): it closed the argument itself; the task is ending.
         }
       } else {
-        const closeable = held.get(event.resource);
-        held.delete(event.resource);
-        if (closeable !== undefined) input.registry.unregister(closeable);
+        input.registry.unregister(event.resource);
       }
     });
     // Synchronous disposer, asynchronous close: the promise is kept by closeResources and

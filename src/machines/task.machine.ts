@@ -3,17 +3,38 @@
  * registry (the resourceCloser) and records, in `context.ownership`, which actor owns each
  * spill resource at every instant (G2).
  */
-import { assign, enqueueActions, setup, type DoneActorEvent } from 'xstate';
-import { CancelledError, toError } from '../services/errors.ts';
+import { assign, enqueueActions, setup, type SnapshotFrom } from 'xstate';
+import { CancelledError, CheckpointDeclinedError, toError } from '../services/errors.ts';
+import type { Closeable } from '../services/registry.ts';
 import type { Drainer, DrainReport } from '../services/spill/drainer.ts';
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
-import type { OwnerId, RegistryEvent, ReleasedEvent, ResourceId, TaskEvent } from './events.ts';
+import type { SpillReader } from '../services/spill/spill-reader.ts';
+import type {
+  CheckpointEvent,
+  CheckpointReply,
+  OwnerId,
+  RegistryEvent,
+  ResourceId,
+  TaskEvent,
+} from './events.ts';
+import {
+  adoptDrainer,
+  adoptSnapshotReader,
+  handOffFetchedState,
+  holdsSnapshot,
+  leftovers,
+  passToDrain,
+  releaseResource,
+  takeTaskDir,
+  type Ownership,
+  type OwnershipMove,
+} from './ownership.ts';
 import { fetchMachine, type FetchOutput } from './fetch.machine.ts';
 import { gapMachine } from './gap.machine.ts';
 import { drainMachine } from './drain.machine.ts';
 import { registryActor } from './registry.actor.ts';
 import { checkpointWriter } from './checkpoint-writer.actor.ts';
-import type { TaskServices } from './task-services.ts';
+import type { StageName, TaskServices } from './task-services.ts';
 
 export interface TaskInput {
   services: TaskServices;
@@ -27,7 +48,7 @@ export interface TaskContext {
   services: TaskServices;
   autoFinish: boolean;
   /** resource → the actor that owns it now. A resource is absent once it is closed. */
-  ownership: Partial<Record<ResourceId, OwnerId>>;
+  ownership: Ownership;
   /** Resources the registry closed when the task ended (not released by their owner). */
   closedByRegistry: ResourceId[];
   state: FetchedChannelState | undefined;
@@ -45,29 +66,40 @@ export interface TaskContext {
   cleanupErrors: Error[];
 }
 
-const without = (
-  ownership: TaskContext['ownership'],
-  ...resources: ResourceId[]
-): TaskContext['ownership'] => {
-  const next = { ...ownership };
-  for (const r of resources) delete next[r];
-  return next;
-};
-
-const isSnapshotResource = (r: string) => r.startsWith('snapshot-');
+/** The stage a state belongs to, as a tag: `snapshot.hasTag('drain')`, never a parsed value. */
+export type StageTag = StageName | 'running';
 
 /**
  * A release that closed the state's last grant without error: its delete has finished (the
  * owner's close awaits it), so the files are gone.
  */
-const stateDeleted = (context: TaskContext, event: ReleasedEvent): boolean =>
-  context.state?.isClosed === true && event.error === undefined;
+const stateDeleted = (context: TaskContext, error: Error | undefined): boolean =>
+  context.state?.isClosed === true && error === undefined;
+
+/** The part of `enqueueActions`' enqueuer an ownership move uses (xstate does not export it). */
+interface MoveEnqueuer {
+  assign(assignment: { ownership: Ownership }): void;
+  sendTo(target: 'registry', message: RegistryEvent): void;
+}
+
+/** One ownership move: the new map, and the same move told to the registry actor. */
+function applyMove(enqueue: MoveEnqueuer, move: OwnershipMove): void {
+  enqueue.assign({ ownership: move.ownership });
+  for (const message of move.registry) enqueue.sendTo('registry', message);
+}
+
+/** A stage's failure becomes the cause unless an earlier one is (G5). */
+const STAGE_ERROR = {
+  type: 'recordStageError',
+  params: ({ event }: { event: { error: unknown } }) => ({ error: event.error }),
+} as const;
 
 export const taskMachine = setup({
   types: {} as {
     input: TaskInput;
     context: TaskContext;
     events: TaskEvent;
+    tags: StageTag;
   },
   actors: { registryActor, fetchMachine, gapMachine, drainMachine, checkpointWriter },
   actions: {
@@ -82,30 +114,89 @@ export const taskMachine = setup({
     resourceCloser: enqueueActions(({ enqueue }) =>
       enqueue.sendTo('registry', { type: 'close' } satisfies RegistryEvent),
     ),
+    /** Whatever is still owned as the task ends is the registry's to close. */
     recordLeftovers: assign({
-      closedByRegistry: ({ context }) => Object.keys(context.ownership) as ResourceId[],
+      closedByRegistry: ({ context }) => leftovers(context.ownership),
       ownership: () => ({}),
     }),
+    takeTaskDir: enqueueActions(
+      ({ context, enqueue }, params: { owner: OwnerId; closeable: Closeable }) =>
+        applyMove(enqueue, takeTaskDir(context.ownership, params.owner, params.closeable)),
+    ),
+    handOffFetchedState: enqueueActions(
+      ({ context, enqueue }, params: { state: FetchedChannelState }) => {
+        enqueue.assign({ state: params.state });
+        applyMove(enqueue, handOffFetchedState(context.ownership, params.state));
+      },
+    ),
+    adoptDrainer: enqueueActions(({ context, enqueue }, params: { drainer: Drainer }) => {
+      enqueue.assign({ drainer: params.drainer });
+      applyMove(enqueue, adoptDrainer(context.ownership, params.drainer));
+    }),
+    markTriggerInstalled: assign({ trigger: 'drainer' as const }),
+    passToDrain: assign({ ownership: ({ context }) => passToDrain(context.ownership) }),
+    adoptSnapshotReader: enqueueActions(
+      ({ context, enqueue }, params: { checkpointId: number; reader: SpillReader }) =>
+        applyMove(
+          enqueue,
+          adoptSnapshotReader(context.ownership, params.checkpointId, params.reader),
+        ),
+    ),
+    releaseResource: enqueueActions(
+      ({ context, enqueue }, params: { resource: ResourceId; error: Error | undefined }) => {
+        const { resource, error } = params;
+        applyMove(
+          enqueue,
+          releaseResource(
+            context.ownership,
+            resource,
+            error !== undefined,
+            stateDeleted(context, error),
+          ),
+        );
+        // Row C1: a failed close is the task's failure if it otherwise finishes.
+        if (error !== undefined) {
+          enqueue.assign({ cleanupErrors: [...context.cleanupErrors, error] });
+        }
+      },
+    ),
+    startCheckpointWriter: enqueueActions(
+      ({ context, enqueue, self }, params: Omit<CheckpointEvent, 'type'>) => {
+        enqueue.assign({ checkpoints: context.checkpoints + 1 });
+        enqueue.spawnChild('checkpointWriter', {
+          id: `checkpoint-${params.checkpointId}`,
+          input: {
+            parent: self,
+            drainer: context.drainer!,
+            checkpointId: params.checkpointId,
+            out: params.out,
+            reply: params.reply,
+          },
+        });
+      },
+    ),
+    /** Before the drainer is installed the trigger is NOT_READY: the checkpoint is declined. */
+    declineCheckpoint: (_, params: { checkpointId: number; reply: CheckpointReply }) =>
+      params.reply.reject(
+        new CheckpointDeclinedError(params.checkpointId, 'recovery trigger not ready'),
+      ),
+    recordFetchOutput: assign({ fetch: (_, params: { output: FetchOutput }) => params.output }),
+    recordDrainReport: assign({ drain: (_, params: { report: DrainReport }) => params.report }),
     recordStageError: assign({
-      cause: ({ context, event }) =>
-        context.cause ?? ('error' in event ? toError(event.error) : undefined),
+      cause: ({ context }, params: { error: unknown }) => context.cause ?? toError(params.error),
     }),
     recordCancel: assign({
-      cause: ({ context, event }) =>
+      cause: ({ context }, params: { reason: string | undefined }) =>
         context.cause ??
-        new CancelledError(
-          `task cancelled${event.type === 'CANCEL' && event.reason ? `: ${event.reason}` : ''}`,
-        ),
+        new CancelledError(`task cancelled${params.reason ? `: ${params.reason}` : ''}`),
     }),
     recordFailure: assign({
-      cause: ({ context, event }) =>
-        context.cause ?? (event.type === 'FAIL' ? event.error : undefined),
+      cause: ({ context }, params: { error: Error }) => context.cause ?? params.error,
     }),
   },
   guards: {
     triggerInstalled: ({ context }) => context.trigger === 'drainer',
-    readyToFinish: ({ context }) =>
-      context.autoFinish && !Object.keys(context.ownership).some(isSnapshotResource),
+    readyToFinish: ({ context }) => context.autoFinish && !holdsSnapshot(context.ownership),
   },
 }).createMachine({
   id: 'task',
@@ -142,139 +233,58 @@ export const taskMachine = setup({
       exit: ['resourceCloser', 'recordLeftovers'],
       on: {
         'SPILL.OWNED': {
-          actions: [
-            assign({
-              ownership: ({ context, event }) => ({
-                ...context.ownership,
-                [event.resource]: event.owner,
-              }),
-            }),
-            enqueueActions(({ event, enqueue }) =>
-              enqueue.sendTo('registry', {
-                type: 'own',
-                resource: event.resource,
-                closeable: event.closeable,
-              }),
-            ),
-          ],
+          actions: {
+            type: 'takeTaskDir',
+            params: ({ event }) => ({ owner: event.owner, closeable: event.closeable }),
+          },
         },
         'FETCH.HANDOFF': {
-          actions: [
-            assign({
-              state: ({ event }) => event.state,
-              ownership: ({ context }) => ({
-                ...without(context.ownership, 'taskDir'),
-                fetchedState: 'gap',
-              }),
-            }),
-            enqueueActions(({ event, enqueue }) => {
-              // The state now owns the task dir: its forced close deletes it.
-              enqueue.sendTo('registry', {
-                type: 'own',
-                resource: 'fetchedState',
-                closeable: { close: () => event.state.close() },
-              });
-              enqueue.sendTo('registry', { type: 'disown', resource: 'taskDir' });
-            }),
-          ],
+          actions: { type: 'handOffFetchedState', params: ({ event }) => ({ state: event.state }) },
         },
         'DRAINER.READY': {
-          actions: [
-            assign({
-              drainer: ({ event }) => event.drainer,
-              ownership: ({ context }) => ({ ...context.ownership, drainer: 'gap' }),
-            }),
-            enqueueActions(({ event, enqueue }) =>
-              enqueue.sendTo('registry', {
-                type: 'own',
-                resource: 'drainer',
-                closeable: event.drainer,
-              }),
-            ),
-          ],
+          actions: { type: 'adoptDrainer', params: ({ event }) => ({ drainer: event.drainer }) },
         },
-        'TRIGGER.INSTALLED': { actions: assign({ trigger: 'drainer' }) },
+        'TRIGGER.INSTALLED': { actions: 'markTriggerInstalled' },
         'SNAPSHOT.OWNED': {
-          actions: [
-            assign({
-              ownership: ({ context, event }) => ({
-                ...context.ownership,
-                [`snapshot-${event.checkpointId}`]: `checkpoint-${event.checkpointId}`,
-              }),
-            }),
-            enqueueActions(({ event, enqueue }) =>
-              enqueue.sendTo('registry', {
-                type: 'own',
-                resource: `snapshot-${event.checkpointId}`,
-                closeable: event.reader,
-              }),
-            ),
-          ],
+          actions: {
+            type: 'adoptSnapshotReader',
+            params: ({ event }) => ({ checkpointId: event.checkpointId, reader: event.reader }),
+          },
         },
         'SPILL.RELEASED': {
-          actions: [
-            assign({
-              ownership: ({ context, event }) => {
-                // The state deletes itself with its last grant: once that delete is done,
-                // nobody owns it.
-                if (stateDeleted(context, event)) {
-                  return without(context.ownership, event.resource, 'fetchedState');
-                }
-                const next = without(context.ownership, event.resource);
-                // The releasing stage is about to end; snapshot grants (or a failed delete)
-                // may keep the state alive after it, and then only the task's registry holds it.
-                if (
-                  next.fetchedState !== undefined &&
-                  (event.resource === 'drainer' || event.error !== undefined)
-                ) {
-                  next.fetchedState = 'task';
-                }
-                return next;
-              },
-              cleanupErrors: ({ context, event }) =>
-                event.error === undefined
-                  ? context.cleanupErrors
-                  : [...context.cleanupErrors, event.error],
-            }),
-            enqueueActions(({ context, event, enqueue }) => {
-              enqueue.sendTo('registry', { type: 'disown', resource: event.resource });
-              // The registry holds exactly what the ownership map shows: a deleted state needs
-              // no backstop, a state whose delete failed keeps it (its close retries).
-              if (stateDeleted(context, event)) {
-                enqueue.sendTo('registry', { type: 'disown', resource: 'fetchedState' });
-              }
-            }),
-          ],
+          actions: {
+            type: 'releaseResource',
+            params: ({ event }) => ({ resource: event.resource, error: event.error }),
+          },
         },
         CHECKPOINT: [
           {
             guard: 'triggerInstalled',
-            actions: [
-              assign({ checkpoints: ({ context }) => context.checkpoints + 1 }),
-              enqueueActions(({ context, event, enqueue, self }) =>
-                enqueue.spawnChild('checkpointWriter', {
-                  id: `checkpoint-${event.checkpointId}`,
-                  input: {
-                    parent: self,
-                    drainer: context.drainer!,
-                    checkpointId: event.checkpointId,
-                    out: event.out,
-                    reply: event.reply,
-                  },
-                }),
-              ),
-            ],
+            actions: {
+              type: 'startCheckpointWriter',
+              params: ({ event }) => ({
+                checkpointId: event.checkpointId,
+                out: event.out,
+                reply: event.reply,
+              }),
+            },
           },
           {
             description: 'Before the drainer is installed the trigger is NOT_READY: decline.',
-            actions: ({ event }) =>
-              event.reply.reject(
-                new Error(`checkpoint ${event.checkpointId} declined: recovery trigger not ready`),
-              ),
+            actions: {
+              type: 'declineCheckpoint',
+              params: ({ event }) => ({ checkpointId: event.checkpointId, reply: event.reply }),
+            },
           },
         ],
-        CANCEL: { target: 'cancelled', actions: 'recordCancel' },
-        FAIL: { target: 'failed', actions: 'recordFailure' },
+        CANCEL: {
+          target: 'cancelled',
+          actions: { type: 'recordCancel', params: ({ event }) => ({ reason: event.reason }) },
+        },
+        FAIL: {
+          target: 'failed',
+          actions: { type: 'recordFailure', params: ({ event }) => ({ error: event.error }) },
+        },
       },
       initial: 'restoring',
       states: {
@@ -284,21 +294,24 @@ export const taskMachine = setup({
           states: {
             fetching: {
               description: 'Stage 1 (fetch machine): checkpoint → spill files.',
+              tags: ['fetch'],
               invoke: {
                 id: 'fetch',
                 src: 'fetchMachine',
                 input: ({ context, self }) => ({ services: context.services, parent: self }),
                 onDone: {
                   target: 'gap',
-                  actions: assign({
-                    fetch: ({ event }) => (event as DoneActorEvent<FetchOutput>).output,
-                  }),
+                  actions: {
+                    type: 'recordFetchOutput',
+                    params: ({ event }) => ({ output: event.output }),
+                  },
                 },
-                onError: { target: '#task.failed', actions: 'recordStageError' },
+                onError: { target: '#task.failed', actions: STAGE_ERROR },
               },
             },
             gap: {
               description: 'Stage 2 (gap machine): mailbox mails build and install the drainer.',
+              tags: ['gap'],
               invoke: {
                 id: 'gap',
                 src: 'gapMachine',
@@ -307,21 +320,13 @@ export const taskMachine = setup({
                   parent: self,
                   state: context.state!,
                 }),
-                onDone: {
-                  target: 'draining',
-                  actions: assign({
-                    ownership: ({ context }) => ({
-                      ...context.ownership,
-                      ...(context.ownership.fetchedState ? { fetchedState: 'drain' as const } : {}),
-                      ...(context.ownership.drainer ? { drainer: 'drain' as const } : {}),
-                    }),
-                  }),
-                },
-                onError: { target: '#task.failed', actions: 'recordStageError' },
+                onDone: { target: 'draining', actions: 'passToDrain' },
+                onError: { target: '#task.failed', actions: STAGE_ERROR },
               },
             },
             draining: {
               description: 'Stage 3 (drain machine): spill files → channels.',
+              tags: ['drain'],
               invoke: {
                 id: 'drain',
                 src: 'drainMachine',
@@ -333,17 +338,19 @@ export const taskMachine = setup({
                 }),
                 onDone: {
                   target: '#task.alive.running',
-                  actions: assign({
-                    drain: ({ event }) => (event as DoneActorEvent<DrainReport>).output,
-                  }),
+                  actions: {
+                    type: 'recordDrainReport',
+                    params: ({ event }) => ({ report: event.output }),
+                  },
                 },
-                onError: { target: '#task.failed', actions: 'recordStageError' },
+                onError: { target: '#task.failed', actions: STAGE_ERROR },
               },
             },
           },
         },
         running: {
           description: 'Recovered. Ends on FINISH, or by itself once no checkpoint writer is busy.',
+          tags: ['running'],
           always: { guard: 'readyToFinish', target: '#task.finished' },
           on: { FINISH: '#task.finished' },
         },
@@ -354,3 +361,19 @@ export const taskMachine = setup({
     cancelled: { type: 'final', description: 'Cancelled; every resource was closed.' },
   },
 });
+
+/**
+ * The stage a task snapshot is in, read from its state tags: `'fetch'`, `'gap'`, `'drain'`,
+ * `'running'` (recovered), or undefined once it has ended.
+ *
+ * @example
+ * ```ts
+ * recovery.actor.subscribe((snapshot) => console.log(stageOf(snapshot)));
+ * ```
+ */
+export function stageOf(snapshot: SnapshotFrom<typeof taskMachine>): StageTag | undefined {
+  for (const tag of ['fetch', 'gap', 'drain', 'running'] as const) {
+    if (snapshot.hasTag(tag)) return tag;
+  }
+  return undefined;
+}

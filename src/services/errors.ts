@@ -53,6 +53,20 @@ export class SpillCorruptError extends SpillwayError {}
 /** One or more files or directories could not be deleted (row C1). */
 export class CleanupError extends SpillwayError {}
 
+/**
+ * A checkpoint requested during recovery was declined: before the drainer is installed (the
+ * trigger is NOT_READY), or after the spill state was closed with bytes still undelivered.
+ * Declining fails that checkpoint only, never the task.
+ */
+export class CheckpointDeclinedError extends SpillwayError {
+  constructor(
+    readonly checkpointId: number,
+    readonly reason: string,
+  ) {
+    super(`checkpoint ${checkpointId} declined: ${reason}`);
+  }
+}
+
 /** The task was cancelled (CANCEL, an AbortSignal, SIGINT or SIGTERM). */
 export class CancelledError extends SpillwayError {}
 

@@ -23,8 +23,8 @@ interface Mail {
  * ```ts
  * const mailbox = new Mailbox();
  * const gap = mailbox.execute('gap', () => requestPartitions());
- * mailbox.quiesce(); // queued mails still run, new ones are rejected (G2)
- * const { names } = mailbox.close(); // still-queued mails are dropped, never settle (G3)
+ * mailbox.quiesce(); // queued mails still run, new ones are rejected (row G2)
+ * const { names } = mailbox.close(); // still-queued mails are dropped, never settle (row G3)
  * ```
  */
 export class Mailbox {

@@ -1,6 +1,6 @@
 /**
  * The `resourceCloser` backstop (Flink `AutoCloseableRegistry`, §7.1/§7.3): whatever is
- * registered here is closed when the task ends, whichever path it ends by. A dropped mail (G3)
+ * registered here is closed when the task ends, whichever path it ends by. A dropped mail (row G3)
  * leaves no other owner for the fetched state, so this registry must never skip an entry and
  * must never let a late registration slip through unclosed (F5).
  */
@@ -29,9 +29,10 @@ export interface Closeable {
  * ```
  */
 export class CloseableRegistry {
-  // A Set keeps insertion order and collapses duplicates at their first position, like the
-  // LinkedHashMap Flink uses.
-  private readonly entries = new Set<Closeable>();
+  // A Map keeps insertion order and collapses duplicates at their first position, like the
+  // LinkedHashMap Flink uses. Keyed, so an owner can name what it registered (the task's
+  // resource ids) instead of keeping a second map from names to closeables.
+  private readonly entries = new Map<unknown, Closeable>();
   private closing: Promise<void> | undefined;
   // Late closes run detached from any caller; tracking them is what lets settled() prove
   // that nothing is still being closed in the background.
@@ -55,24 +56,28 @@ export class CloseableRegistry {
   }
 
   /**
-   * Registers `c` to be closed by {@link close}. Synchronous so that a caller can register
-   * before posting the first mail without an await in between (G3).
+   * Registers `c` to be closed by {@link close}, under `key` (default: `c` itself); a key that
+   * is registered already keeps its place and gets the new closeable. Synchronous so that a
+   * caller can register before posting the first mail without an await in between (row G3).
    *
    * @throws RegistryClosedError if the registry is closed or closing; `c` has then already been
    *   told to close (its errors are swallowed, its completion is awaited by {@link settled}).
    */
-  register(c: Closeable): void {
+  register(c: Closeable, key: unknown = c): void {
     if (this.closing === undefined) {
-      this.entries.add(c);
+      this.entries.set(key, c);
       return;
     }
     this.lateCloses.push(closeQuietly(c));
     throw new RegistryClosedError('registry already closed; closed the argument instead');
   }
 
-  /** Returns true iff `c` was registered; it will then not be closed by this registry. */
-  unregister(c: Closeable): boolean {
-    return this.entries.delete(c);
+  /**
+   * Returns true iff something was registered under `key` (a closeable registered without a
+   * key is its own key); it will then not be closed by this registry.
+   */
+  unregister(key: unknown): boolean {
+    return this.entries.delete(key);
   }
 
   /**
@@ -84,7 +89,7 @@ export class CloseableRegistry {
     if (this.closing !== undefined) return this.closing;
     // Snapshot and clear first: register() during the close must take the late path, and
     // unregister() must no longer be able to pull an entry out of the running close.
-    const snapshot = [...this.entries].reverse();
+    const snapshot = [...this.entries.values()].reverse();
     this.entries.clear();
     this.closing = closeAll(snapshot);
     this.closing.then(this.markCloseFinished, this.markCloseFinished);

@@ -718,9 +718,7 @@ describe('makeCheckpoint', () => {
     const dir = await makeTempRoot();
     const made = await makeCheckpoint({ out: join(dir, 'ch.spwc'), mb: 8, seed: 9 });
     const got = await collect(made.path);
-    expect(made.channels.map((c) => channelKey(c)).sort()).toEqual(
-      [...got.channels.keys()].sort(),
-    );
+    expect(made.channels.map((c) => channelKey(c)).sort()).toEqual([...got.channels.keys()].sort());
     for (const c of made.channels) {
       expect(got.channels.get(channelKey(c))!.length).toBe(c.bytes);
     }
