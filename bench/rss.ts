@@ -9,8 +9,15 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const CHILD = fileURLToPath(new URL('./rss-child.ts', import.meta.url));
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// Compiled (the installed package) the child is a sibling .js run by plain node; from the
+// sources (the repo's tests) it is .ts, run through tsx, a dev dependency.
+const FROM_SOURCES = import.meta.url.endsWith('.ts');
+const CHILD = fileURLToPath(
+  new URL(FROM_SOURCES ? './rss-child.ts' : './rss-child.js', import.meta.url),
+);
+const LOADER_ARGS = FROM_SOURCES
+  ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]
+  : [];
 
 export interface RssFigures {
   peakMiB: number;
@@ -40,7 +47,7 @@ interface ChildResult {
 
 function runChild(args: string[], signal: AbortSignal): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, ...args], {
+    const child = spawn(process.execPath, [...LOADER_ARGS, CHILD, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

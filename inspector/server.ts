@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { InspectionEvent } from 'xstate';
+import type { TaskInspectionEvent } from '../src/recovery-types.ts';
 import { fsSeam } from '../src/services/fs.ts';
 import { SpillwayError } from '../src/services/errors.ts';
 import { Recorder, type UnnumberedRecord } from './recorder.ts';
@@ -26,7 +27,7 @@ export interface InspectorServer {
   readonly url: string;
   readonly port: number;
   /** Pass as `recoverChannelState({ inspect })`: sanitizes and relays every inspection event. */
-  inspect(event: InspectionEvent): void;
+  inspect(event: TaskInspectionEvent): void;
   /** Reports spill usage for the plot (the demo calls it every 100–250 ms). */
   publishMetrics(metrics: { files: number; bytes: number; liveTasks: number; at?: number }): void;
   /** Resolves when the server and all sockets are closed. */
@@ -152,7 +153,7 @@ export async function startInspectorServer(
 
   const recorder = new Recorder(push);
   if (stately) {
-    forwarder = createStatelyForwarder(
+    forwarder = await createStatelyForwarder(
       (event) => relayStately(JSON.stringify(event)),
       (key) => recorder.configFor(key),
     );
@@ -305,10 +306,11 @@ export async function startInspectorServer(
   return {
     url,
     port,
-    inspect(event: InspectionEvent) {
+    inspect(event: TaskInspectionEvent) {
       if (closed) return;
       try {
-        recorder.handle(event);
+        // The public type is XState's InspectionEvent, typed loosely (src/recovery-types.ts).
+        recorder.handle(event as InspectionEvent);
       } catch {
         // Inspection must never break the task it watches (an inspect callback that throws
         // would surface inside XState); a record we cannot build is simply not shown.

@@ -6,9 +6,29 @@
  * there is no WebSocket client, so the package's endless-retry loop (5 s, forever, even after
  * `stop()`, when nothing listens) cannot happen and nothing here keeps the process alive.
  */
-import { createInspector, type StatelyInspectionEvent } from '@statelyai/inspect';
+import type { StatelyInspectionEvent } from '@statelyai/inspect';
 import type { InspectionEvent } from 'xstate';
 import type { InspectorRecord } from './protocol.ts';
+
+/** The Stately relay needs a package nothing else does: it is an optional peer dependency. */
+export class StatelyUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(
+      'the Stately relay needs the optional package @statelyai/inspect@0.7.2: npm install @statelyai/inspect@0.7.2',
+      { cause },
+    );
+    this.name = 'StatelyUnavailableError';
+  }
+}
+
+/** Loads `@statelyai/inspect` only when the relay is asked for (it pulls in superjson & co). */
+async function loadStately(): Promise<typeof import('@statelyai/inspect')> {
+  try {
+    return await import('@statelyai/inspect');
+  } catch (error) {
+    throw new StatelyUnavailableError(error);
+  }
+}
 
 /** The hosted UI. Only the `/stately` bridge page names it, and only when the option is on. */
 export const STATELY_INSPECTOR_URL = 'https://stately.ai/inspect';
@@ -39,14 +59,15 @@ const MAX_STUBS = 20_000;
  *
  * @example
  * ```ts
- * const forwarder = createStatelyForwarder((e) => socket.send(JSON.stringify(e)), configFor);
+ * const forwarder = await createStatelyForwarder((e) => socket.send(JSON.stringify(e)), configFor);
  * forwarder.forward(record);
  * ```
  */
-export function createStatelyForwarder(
+export async function createStatelyForwarder(
   send: (event: StatelyInspectionEvent) => void,
   configFor: (defKey: string) => unknown,
-): StatelyForwarder {
+): Promise<StatelyForwarder> {
+  const { createInspector } = await loadStately();
   let stopped = false;
   const inspector = createInspector({
     send: (event) => {

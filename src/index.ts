@@ -1,6 +1,7 @@
 /**
  * Spillway's public API: recover spilled channel state as an XState task actor, with no spill
- * file surviving any ending of the task.
+ * file surviving any ending of the task. Importing it does nothing: no file is read, no hook
+ * installed, until a recovery starts or a spill root is opened.
  *
  * @example
  * ```ts
@@ -15,31 +16,75 @@
  * });
  * const report = await recovery.done;
  * ```
+ *
+ * @packageDocumentation
  */
-export {
-  recoverChannelState,
-  type RecoverOptions,
-  type Recovery,
-  type RecoveryReport,
-  type TaskActor,
-} from './recover.ts';
+import { recoverChannelState as startRecovery } from './recover.ts';
+import type { RecoverOptions, Recovery } from './recovery-types.ts';
+
+/**
+ * Recovers the channel state in `options.checkpoint` into `options.channels`, as an XState task
+ * actor with fetch, gap and drain stages. `done` settles only after every spill file is gone.
+ *
+ * @example
+ * ```ts
+ * import { recoverChannelState } from 'spillway';
+ *
+ * await using recovery = recoverChannelState({
+ *   checkpoint: 'job-42.spwc',
+ *   channels: () => ({ onBuffer: (buf) => void buf, onFinished: () => undefined }),
+ * });
+ * const report = await recovery.done; // every spill file is gone by now
+ * console.log(report.bytesDelivered);
+ * ```
+ */
+export function recoverChannelState(options: RecoverOptions): Recovery {
+  return startRecovery(options);
+}
+
+export type {
+  RecoverOptions,
+  Recovery,
+  RecoveryReport,
+  StageTag,
+  TaskActor,
+  TaskInspectionEvent,
+  TaskSnapshot,
+  TaskStateValue,
+  TaskView,
+} from './recovery-types.ts';
 export type { ChannelConsumer, ChannelInfo } from './services/channel.ts';
+export { channelKey } from './services/channel.ts';
 export type { SpillLimits } from './services/spill/limits.ts';
-export type { TaskHooks, StageName } from './machines/task-services.ts';
-export type { CheckpointResult, OwnerId, ResourceId, TaskEvent } from './machines/events.ts';
-export { taskMachine } from './machines/task.machine.ts';
-export { makeCheckpoint, type MakeCheckpointOptions } from './services/checkpoint/generator.ts';
-export { readCheckpoint } from './services/checkpoint/reader.ts';
+export type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts';
+export {
+  makeCheckpoint,
+  type MadeCheckpoint,
+  type MakeCheckpointOptions,
+} from './services/checkpoint/generator.ts';
+export {
+  readCheckpoint,
+  type CheckpointSummary,
+  type CheckpointVisitor,
+  type ReadCheckpointOptions,
+} from './services/checkpoint/reader.ts';
 export { CheckpointWriter } from './services/checkpoint/writer.ts';
 export { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
 export { sweepSpillRoot, type SweepReport } from './services/spill-root/sweep.ts';
+export { type OwnerMarker } from './services/spill-root/identity.ts';
 export {
   SpillwayError,
   CorruptCheckpointError,
+  CheckpointDeclinedError,
   AbortedError,
   CancelledError,
   RejectedError,
   CleanupError,
   MisuseError,
+  RegistryClosedError,
+  SpillEOFError,
+  SpillCorruptError,
+  SpillRootError,
   suppressedOf,
 } from './services/errors.ts';
+export { VERSION } from './version.ts';

@@ -14,9 +14,27 @@ import { CloseableRegistry } from './services/registry.ts';
 import { Mailbox } from './services/mailbox.ts';
 import { SerialExecutor } from './services/executor.ts';
 import { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
-import type { ChannelInfo } from './services/channel.ts';
-import type { ChannelConsumer } from './services/channel.ts';
+import type {
+  RecoverOptions as PublicRecoverOptions,
+  Recovery as PublicRecovery,
+  RecoveryReport,
+} from './recovery-types.ts';
+import type { ChannelConsumer, ChannelInfo } from './services/channel.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
+
+// For the modules inside the package that start recoveries (the CLI, the pool, the tests):
+// they see the internal options and the full actor type under the public names.
+// TODO(architecture merge): import StartOptions / StartedRecovery by name and drop the aliases.
+export type {
+  ChannelConsumer,
+  ChannelInfo,
+  CheckpointResult,
+  StartOptions as RecoverOptions,
+  StartedRecovery as Recovery,
+  RecoveryReport,
+  SpillLimits,
+  TaskHooks,
+};
 import {
   AbortedError,
   CancelledError,
@@ -25,26 +43,12 @@ import {
   toError,
 } from './services/errors.ts';
 
-export type { ChannelInfo, ChannelConsumer, SpillLimits, CheckpointResult, TaskHooks };
-
-export interface RecoverOptions {
-  /** The SPWC v1 checkpoint file to recover. */
-  checkpoint: string;
-  /** Where spill files go; default `SPILLWAY_SPILL_ROOT`, then the OS temp dir. */
-  spillRoot?: string;
-  /** Returns the consumer of one input channel's recovered bytes. */
-  channels: (info: ChannelInfo) => ChannelConsumer;
-  /** Aborting it cancels the task (like `CANCEL`). */
-  signal?: AbortSignal;
-  /** Passed to `createActor`: sees every actor, event and snapshot of the task's system. */
-  inspect?: (event: InspectionEvent) => void;
-  limits?: SpillLimits;
-  /** A name for logs and the task dir; default a random id. */
-  taskId?: string;
+/** What tests and the demo's pool add to the public options. */
+export interface StartOptions extends PublicRecoverOptions {
+  /** With XState's own event type (the public option types it loosely). */
+  inspect?(event: InspectionEvent): void;
   /** Fault and timing hooks (tests, the demo's fault injection). */
   hooks?: TaskHooks;
-  /** End as soon as recovery is done (default true); false keeps the task running until FINISH. */
-  autoFinish?: boolean;
   /**
    * The task machine to run; default {@link taskMachine}. Tests pass variants made with
    * `taskMachine.provide(...)` (the model suite's mutants) to prove the oracle can fail.
@@ -52,64 +56,16 @@ export interface RecoverOptions {
   machine?: typeof taskMachine;
 }
 
-/** What a finished recovery reports. */
-export interface RecoveryReport {
-  taskId: string;
-  channels: number;
-  bytesDelivered: number;
-  buffers: number;
-  entries: number;
-  payloadBytes: number;
-  spillFiles: number;
-  spilledBytes: number;
-  checkpoints: number;
-  durationMs: number;
-}
-
-export type TaskActor = Actor<typeof taskMachine>;
-
-export interface Recovery extends AsyncDisposable {
-  /** The task actor: subscribe to it, read `getSnapshot().context.ownership`. */
-  readonly actor: TaskActor;
-  readonly taskId: string;
-  /**
-   * Settles once the task has ended **and** every resource is closed (G1): the report, or the
-   * first cause with later errors in `.suppressed` (G5). A failed close or delete of spill
-   * files (row C1) is suppressed under a real cause; if the task otherwise finished, it is the
-   * failure itself (typically a `CleanupError`), even when the registry's retry then removed
-   * the files.
-   */
-  readonly done: Promise<RecoveryReport>;
-  /**
-   * Takes checkpoint `id` during recovery: barriers into every channel still in recovery, and
-   * the undelivered remainder written as an SPWC file (G6). Declined before the drainer is
-   * installed; empty after recovery.
-   */
-  checkpoint(id: number, options?: { out?: string }): Promise<CheckpointResult>;
-  /** Cancels the task; `done` then rejects with a `CancelledError` after cleanup. */
-  cancel(reason?: string): void;
+/** A recovery with the task actor's full XState type (tests, the pool, the bench). */
+export interface StartedRecovery extends PublicRecovery {
+  readonly actor: Actor<typeof taskMachine>;
 }
 
 /**
- * Recovers the channel state in `options.checkpoint` into `options.channels`, as an XState task
- * actor with fetch, gap and drain stages.
- *
- * @example
- * ```ts
- * import { recoverChannelState } from 'spillway';
- *
- * await using recovery = recoverChannelState({
- *   checkpoint: 'job-42.spwc',
- *   channels: ({ gate, channel }) => ({
- *     onBuffer: (buf) => sink(gate, channel).write(buf),
- *     onFinished: () => sink(gate, channel).end(),
- *   }),
- * });
- * const report = await recovery.done; // every spill file is gone by now
- * console.log(report.bytesDelivered);
- * ```
+ * Starts one recovery (the public `recoverChannelState` of `src/index.ts`, which narrows its
+ * types), with the internal options, returning the actor with its full XState type.
  */
-export function recoverChannelState(options: RecoverOptions): Recovery {
+export function recoverChannelState(options: StartOptions): StartedRecovery {
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const registry = new CloseableRegistry();
@@ -154,7 +110,7 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
   const actor = createActor(options.machine ?? taskMachine, {
     id: `task-${taskId}`,
     input: { services, autoFinish: options.autoFinish },
-    ...(options.inspect ? { inspect: options.inspect } : {}),
+    ...(options.inspect ? { inspect: (event: InspectionEvent) => options.inspect!(event) } : {}),
   });
 
   const ended = new Promise<void>((resolve) => {
@@ -230,7 +186,7 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
 
 function buildReport(
   taskId: string,
-  ctx: ReturnType<TaskActor['getSnapshot']>['context'],
+  ctx: ReturnType<StartedRecovery['actor']['getSnapshot']>['context'],
   started: number,
 ): RecoveryReport {
   return {

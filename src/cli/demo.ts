@@ -7,6 +7,7 @@ import { ALL_FAULTS, FAULT_DESCRIPTIONS, FAULT_KINDS, type FaultKind } from '../
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
+import type { InspectorServer } from '../../inspector/server.ts';
 import { openSandbox } from './pool-sandbox.ts';
 import { PoolProgress, poolClean, poolTable, styleFor } from './pool-view.ts';
 
@@ -36,14 +37,6 @@ in a temp dir and removes it afterwards.
 Exit codes: 0 no leaked file, no masked cause, every byte right · 1 otherwise · 2 bad usage ·
 130 SIGINT / 143 SIGTERM during the run (every task cancelled and cleaned up)
 `;
-
-/** The slice of inspector/server.ts the demo uses; imported only with --inspect. */
-interface InspectorServer {
-  readonly url: string;
-  inspect(event: unknown): void;
-  publishMetrics(metrics: { files: number; bytes: number; liveTasks: number }): void;
-  close(): Promise<void>;
-}
 
 /**
  * `--inspect` / `--inspect=PORT` (node's parseArgs has no optional values): taken out of argv
@@ -111,11 +104,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
   let server: InspectorServer | undefined;
   try {
     if (port !== undefined) {
-      // A variable specifier: the demo runs (without --inspect) even where the inspector is not.
-      const spec = new URL('../../inspector/server.ts', import.meta.url).href;
-      const mod = (await import(spec)) as {
-        startInspectorServer(o: { port?: number }): Promise<InspectorServer>;
-      };
+      // Loaded only with --inspect: the demo itself needs none of the inspector's modules.
+      const mod = await import('../../inspector/server.ts');
       try {
         server = await mod.startInspectorServer({ port });
       } catch (e) {

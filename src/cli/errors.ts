@@ -1,6 +1,5 @@
 /** How an error becomes an exit code and one line on stderr (DESIGN §4). */
-import { CorruptCheckpointError, suppressedOf } from '../services/errors.ts';
-import { SpillRootError } from '../services/spill-root/validation.ts';
+import { CorruptCheckpointError, SpillRootError, suppressedOf } from '../services/errors.ts';
 import { UsageError } from './args.ts';
 import type { Io } from './io.ts';
 

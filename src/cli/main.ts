@@ -5,6 +5,7 @@
 import { reportError } from './errors.ts';
 import { stdio, type Io } from './io.ts';
 import { UsageError } from './args.ts';
+import { VERSION } from '../version.ts';
 
 interface Command {
   usage: string;
@@ -35,7 +36,9 @@ commands:
   inspect     serve the live inspector page
   bench       measure spill, drain, orchestration and cleanup against raw I/O
 
-'spillway COMMAND --help' shows a command's options.
+'spillway COMMAND --help' shows a command's options; 'spillway --version' the version.
+
+Exit codes: 0 ok · 1 failed (first cause printed) · 2 bad input or usage · 128+n after signal n
 `;
 
 /** Runs one command line; resolves to the exit code. */
@@ -43,6 +46,10 @@ export async function main(argv: string[], io: Io = stdio): Promise<number> {
   const [first, ...rest] = argv;
   if (first === '--help' || first === '-h' || first === 'help') {
     io.out.write(usage);
+    return 0;
+  }
+  if (first === '--version' || first === '-V' || first === 'version') {
+    io.out.write(`spillway ${VERSION}\n`);
     return 0;
   }
   const name = first === undefined || first.startsWith('-') ? 'demo' : first;

@@ -7,7 +7,8 @@ import { fromPromise } from 'xstate';
 import type { Drainer } from '../services/spill/drainer.ts';
 import { discardRemainder, writeRemainder } from '../services/spill/remainder-writer.ts';
 import { AbortedError, addSuppressed, toError } from '../services/errors.ts';
-import type { CheckpointReply, CheckpointResult, TaskRef } from './events.ts';
+import type { CheckpointReply, CheckpointResult } from './events.ts';
+import type { TaskRef } from './task-ref.ts';
 
 export interface CheckpointWriterInput {
   parent: TaskRef;

@@ -3,7 +3,7 @@ import { assign, fromPromise, setup } from 'xstate';
 import type { DrainReport, Drainer } from '../services/spill/drainer.ts';
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { addSuppressed, toError } from '../services/errors.ts';
-import type { TaskRef } from './events.ts';
+import type { TaskRef } from './task-ref.ts';
 import type { TaskServices } from './task-services.ts';
 
 export interface DrainInput {

@@ -3,7 +3,6 @@
  * event log can follow every hand-off without the code: who acquired what, who holds it now,
  * and who let it go.
  */
-import type { ActorRef, Snapshot } from 'xstate';
 import type { Closeable } from '../services/registry.ts';
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import type { Drainer } from '../services/spill/drainer.ts';
@@ -116,12 +115,6 @@ export type TaskEvent =
   | CancelEvent
   | FailEvent
   | FinishEvent;
-
-/**
- * What a child holds to hand resources to the task: a typed ref, so sending an event the task
- * does not know fails `tsc` (unlike `sendParent`).
- */
-export type TaskRef = ActorRef<Snapshot<unknown>, TaskEvent>;
 
 /** The events the registry actor takes from the task. */
 export type RegistryEvent =

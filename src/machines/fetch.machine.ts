@@ -2,7 +2,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { fetchToSpill } from '../services/spill/fetch-stage.ts';
 import { AbortedError, toError } from '../services/errors.ts';
-import type { TaskRef } from './events.ts';
+import type { TaskRef } from './task-ref.ts';
 import type { TaskServices } from './task-services.ts';
 
 export interface FetchInput {

@@ -5,7 +5,7 @@ import { type ChannelConsumer } from '../services/channel.ts';
 import { channelKey } from '../services/channel.ts';
 import { type FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { AbortedError, toError } from '../services/errors.ts';
-import type { TaskRef } from './events.ts';
+import type { TaskRef } from './task-ref.ts';
 import type { TaskServices } from './task-services.ts';
 
 export interface GapInput {
@@ -14,7 +14,7 @@ export interface GapInput {
   state: FetchedChannelState;
 }
 
-interface GapContext extends GapInput {
+export interface GapContext extends GapInput {
   consumers?: ReadonlyMap<string, ChannelConsumer>;
 }
 

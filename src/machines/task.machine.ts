@@ -34,7 +34,8 @@ import { gapMachine } from './gap.machine.ts';
 import { drainMachine } from './drain.machine.ts';
 import { registryActor } from './registry.actor.ts';
 import { checkpointWriter } from './checkpoint-writer.actor.ts';
-import type { StageName, TaskServices } from './task-services.ts';
+import type { TaskServices } from './task-services.ts';
+import type { StageTag } from '../recovery-types.ts';
 
 export interface TaskInput {
   services: TaskServices;
@@ -65,9 +66,6 @@ export interface TaskContext {
    */
   cleanupErrors: Error[];
 }
-
-/** The stage a state belongs to, as a tag: `snapshot.hasTag('drain')`, never a parsed value. */
-export type StageTag = StageName | 'running';
 
 /**
  * A release that closed the state's last grant without error: its delete has finished (the

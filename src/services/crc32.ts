@@ -26,15 +26,21 @@ function load(): Crc32 {
   return zlibCrc32;
 }
 
+let impl: Crc32 | undefined;
+
 /**
- * CRC-32 of `data`, continuing from `initial` (the CRC of the bytes before it).
+ * CRC-32 of `data`, continuing from `initial` (the CRC of the bytes before it). The native
+ * implementation is loaded on first use, not at import: importing Spillway does no work.
  *
  * @example
  * ```ts
  * crc32(Buffer.from('CDE'), crc32(Buffer.from('AB'))) === crc32(Buffer.from('ABCDE'));
  * ```
  */
-export const crc32: Crc32 = load();
+export function crc32(data: Buffer, initial?: number): number {
+  impl ??= load();
+  return impl(data, initial);
+}
 
 // zlib's crc32_combine (1.2.12+), in 32-bit JS integers: CRCs are polynomials mod P, so the CRC
 // of A‖B follows from crc(A), crc(B) and |B| without touching a byte. That lets one checksum

@@ -50,6 +50,9 @@ export class SpillEOFError extends SpillwayError {}
 /** A spill segment's body does not match its CRC-32, or its header is impossible. */
 export class SpillCorruptError extends SpillwayError {}
 
+/** A spill root that must not be used: missing, a symlink, not a directory, or unsafe. */
+export class SpillRootError extends SpillwayError {}
+
 /** One or more files or directories could not be deleted (row C1). */
 export class CleanupError extends SpillwayError {}
 

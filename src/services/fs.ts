@@ -6,7 +6,6 @@
  */
 import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
-import fse from 'fs-extra';
 import { join } from 'node:path';
 
 /** Every operation the seam performs; faults and counts are keyed by these names. */
@@ -222,7 +221,7 @@ export const fsSeam = {
   /** Removes a file or a whole tree; missing paths are fine. Never follows symlinks. */
   async rm(path: string): Promise<void> {
     await gate('rm', path);
-    await fse.remove(path);
+    await fsp.rm(path, { recursive: true, force: true });
   },
 
   async rename(from: string, to: string): Promise<void> {

@@ -30,7 +30,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
 import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { AbortedError, CleanupError } from '../../src/services/errors.ts';
-import { SpillRootError } from '../../src/services/spill-root/validation.ts';
+import { SpillRootError } from '../../src/services/errors.ts';
 import {
   FS_OPS,
   fsOpCounts,

@@ -4,7 +4,7 @@
  * one is itself an error), so a TaskRef that accepted any event would fail the type check.
  */
 import { sendTo, setup } from 'xstate';
-import type { TaskRef } from '../../src/machines/events.ts';
+import type { TaskRef } from '../../src/machines/task-ref.ts';
 import type { Closeable } from '../../src/services/registry.ts';
 import type { Drainer } from '../../src/services/spill/drainer.ts';
 import type { SpillReader } from '../../src/services/spill/spill-reader.ts';

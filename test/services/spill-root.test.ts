@@ -21,7 +21,7 @@ import { injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
 import { currentOwner, type OwnerMarker } from '../../src/services/spill-root/identity.ts';
 import { isOwnerAlive } from '../../src/services/spill-root/liveness.ts';
 import { resolveSpillRoot, SpillRoot } from '../../src/services/spill-root/spill-root.ts';
-import { SpillRootError } from '../../src/services/spill-root/validation.ts';
+import { SpillRootError } from '../../src/services/errors.ts';
 import { sweepSpillRoot, type SweepReport } from '../../src/services/spill-root/sweep.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 

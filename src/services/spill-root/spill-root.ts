@@ -10,19 +10,12 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { addSuppressed, CleanupError, MisuseError } from '../errors.ts';
+import { addSuppressed, CleanupError, MisuseError, SpillRootError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import { currentOwner, ownIdentity, ownerDirName } from './identity.ts';
 import { holdOwnerDir, releaseOwnerDir } from './liveness.ts';
 import { defaultLog, rand8, sweepSpillwayDir, type SweepReport } from './sweep.ts';
-import {
-  checkRoot,
-  ensureSpillwayDir,
-  foreignReason,
-  message,
-  code,
-  SpillRootError,
-} from './validation.ts';
+import { checkRoot, ensureSpillwayDir, foreignReason, message, code } from './validation.ts';
 
 /**
  * The spill root to use: `explicit` (`--spill-root`), else `SPILLWAY_SPILL_ROOT`, else the OS

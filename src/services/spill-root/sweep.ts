@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Stats } from 'node:fs';
-import { CleanupError } from '../errors.ts';
+import { CleanupError, SpillRootError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import {
   OWNER_DIR_RE,
@@ -17,14 +17,7 @@ import {
   type OwnerMarker,
 } from './identity.ts';
 import { isHeldHere, judge, type Verdict } from './liveness.ts';
-import {
-  checkRoot,
-  checkSpillwayDir,
-  code,
-  foreignReason,
-  message,
-  SpillRootError,
-} from './validation.ts';
+import { checkRoot, checkSpillwayDir, code, foreignReason, message } from './validation.ts';
 
 /** A marker-less owner dir this young may still be being created by its (live) owner. */
 const YOUNG_DIR_MS = 10 * 60 * 1000;

@@ -4,11 +4,8 @@
  * Anyone who could write there could plant entries that the sweep or the writer would act on.
  */
 import type { Stats } from 'node:fs';
-import { SpillwayError } from '../errors.ts';
+import { SpillRootError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
-
-/** A spill root that must not be used: missing, a symlink, not a directory, or unsafe. */
-export class SpillRootError extends SpillwayError {}
 
 /** The errno code of an error, if it has one. */
 export function code(e: unknown): string | undefined {

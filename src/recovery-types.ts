@@ -1,0 +1,193 @@
+/**
+ * The public shape of one recovery: its options, its handle and its report. Kept free of
+ * XState's types on purpose: a consumer compiling with `exactOptionalPropertyTypes` and
+ * `skipLibCheck: false` would otherwise inherit errors from XState's own declarations. The
+ * real task actor satisfies {@link TaskActor} (the compiler checks that in recover.ts); the
+ * full XState types are at `spillway/machines`.
+ */
+import type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts';
+import type { ChannelConsumer, ChannelInfo } from './services/channel.ts';
+import type { SpillLimits } from './services/spill/limits.ts';
+
+/**
+ * Options of {@link recoverChannelState}.
+ *
+ * @example
+ * ```ts
+ * const options: RecoverOptions = {
+ *   checkpoint: 'job-42.spwc',
+ *   channels: () => ({ onBuffer: () => {}, onFinished: () => {} }),
+ * };
+ * ```
+ */
+export interface RecoverOptions {
+  /** The SPWC checkpoint file to recover. */
+  checkpoint: string;
+  /** Where spill files go; default `SPILLWAY_SPILL_ROOT`, then the OS temp dir. */
+  spillRoot?: string | undefined;
+  /** Returns the consumer of one input channel's recovered bytes. */
+  channels: (info: ChannelInfo) => ChannelConsumer;
+  /** Aborting it cancels the task (like `cancel()`). */
+  signal?: AbortSignal | undefined;
+  /**
+   * Sees every actor, event and snapshot of the task's system (passed to XState's
+   * `createActor`); `startInspectorServer()` from `spillway/inspector` gives one.
+   */
+  inspect?(event: TaskInspectionEvent): void;
+  limits?: SpillLimits | undefined;
+  /** A name for logs and the task dir; default a random id. */
+  taskId?: string | undefined;
+  /** End as soon as recovery is done (default true); false keeps the task running until FINISH. */
+  autoFinish?: boolean | undefined;
+}
+
+/**
+ * What an `inspect` callback receives: XState's inspection events (`@xstate.actor`,
+ * `@xstate.event`, `@xstate.snapshot`, `@xstate.microstep`, `@xstate.action`), typed loosely
+ * here so that Spillway's types do not depend on XState's.
+ *
+ * @example
+ * ```ts
+ * const inspect = (event: TaskInspectionEvent) => console.log(event.type, event.rootId);
+ * ```
+ */
+export interface TaskInspectionEvent {
+  readonly type: string;
+  readonly rootId: string;
+  readonly actorRef: unknown;
+}
+
+/**
+ * What a finished recovery reports.
+ *
+ * @example
+ * ```ts
+ * const { bytesDelivered, spillFiles } = await recovery.done;
+ * ```
+ */
+export interface RecoveryReport {
+  taskId: string;
+  /** Input channels the checkpoint named (each was finished exactly once). */
+  channels: number;
+  bytesDelivered: number;
+  buffers: number;
+  /** Checkpoint entries read, zero-length ones included. */
+  entries: number;
+  payloadBytes: number;
+  spillFiles: number;
+  spilledBytes: number;
+  /** Checkpoints taken during the recovery. */
+  checkpoints: number;
+  durationMs: number;
+}
+
+/**
+ * The task's state value: a stage while restoring, `running` once recovered, then one ending.
+ *
+ * @example
+ * ```ts
+ * const value: TaskStateValue = { alive: { restoring: 'draining' } };
+ * ```
+ */
+export type TaskStateValue =
+  | 'finished'
+  | 'failed'
+  | 'cancelled'
+  | { alive: 'running' | { restoring: 'fetching' | 'gap' | 'draining' } };
+
+/**
+ * The stage a state belongs to, as a state tag.
+ *
+ * @example
+ * ```ts
+ * recovery.actor.getSnapshot().hasTag('drain');
+ * ```
+ */
+export type StageTag = 'fetch' | 'gap' | 'drain' | 'running';
+
+/**
+ * The part of the task's context a program may read.
+ *
+ * @example
+ * ```ts
+ * const { ownership } = recovery.actor.getSnapshot().context; // { fetchedState: 'drain', … }
+ * ```
+ */
+export interface TaskView {
+  /** resource → the actor that owns it now (G2). A resource is absent once it is closed. */
+  readonly ownership: Readonly<Partial<Record<ResourceId, OwnerId>>>;
+  /** Resources the registry closed when the task ended (not released by their owner). */
+  readonly closedByRegistry: readonly ResourceId[];
+  /** Checkpoints taken so far. */
+  readonly checkpoints: number;
+  /** The first real cause of a failure or cancellation (G5). */
+  readonly cause: Error | undefined;
+}
+
+/**
+ * One snapshot of the task actor.
+ *
+ * @example
+ * ```ts
+ * const snapshot = recovery.actor.getSnapshot();
+ * if (snapshot.status === 'active' && snapshot.hasTag('drain')) console.log('draining');
+ * ```
+ */
+export interface TaskSnapshot {
+  readonly status: 'active' | 'done' | 'error' | 'stopped';
+  readonly value: TaskStateValue;
+  readonly context: TaskView;
+  hasTag(tag: StageTag): boolean;
+}
+
+/**
+ * The task actor (an XState actor) as a program drives it.
+ *
+ * @example
+ * ```ts
+ * const sub = recovery.actor.subscribe((snapshot) => console.log(snapshot.value));
+ * await recovery.done;
+ * sub.unsubscribe();
+ * ```
+ */
+export interface TaskActor {
+  readonly id: string;
+  getSnapshot(): TaskSnapshot;
+  subscribe(observer: (snapshot: TaskSnapshot) => void): { unsubscribe(): void };
+  /** `FINISH` ends a task started with `autoFinish: false`; `CANCEL` is `recovery.cancel()`. */
+  send(event: { type: 'FINISH' } | { type: 'CANCEL'; reason?: string }): void;
+  /** A bare stop: no exit action runs, yet the registry's backstop still removes every file. */
+  stop(): void;
+}
+
+/**
+ * One recovering task as a lifecycle service.
+ *
+ * @example
+ * ```ts
+ * await using recovery = recoverChannelState(options); // leaving the block cancels and waits
+ * const report = await recovery.done;
+ * ```
+ */
+export interface Recovery extends AsyncDisposable {
+  /** The task actor: subscribe to it, read `getSnapshot().context.ownership`. */
+  readonly actor: TaskActor;
+  readonly taskId: string;
+  /**
+   * Settles once the task has ended **and** every resource is closed (G1): the report, or the
+   * first cause with later errors in `.suppressed` (G5). A failed close or delete of spill
+   * files (row C1) is suppressed under a real cause; if the task otherwise finished, it is the
+   * failure itself (typically a `CleanupError`), even when the registry's retry then removed
+   * the files.
+   */
+  readonly done: Promise<RecoveryReport>;
+  /**
+   * Takes checkpoint `id` during recovery: barriers into every channel still in recovery, and
+   * the undelivered remainder written as an SPWC file (G6). Declined with a
+   * `CheckpointDeclinedError` before the drain stage has its drainer installed; rejected with
+   * an `AbortedError` once the task has ended.
+   */
+  checkpoint(id: number, options?: { out?: string }): Promise<CheckpointResult>;
+  /** Cancels the task; `done` then rejects with a `CancelledError` after cleanup. */
+  cancel(reason?: string): void;
+}
