@@ -1,0 +1,350 @@
+/**
+ * The package as a user gets it: `npm pack`, installed into a fresh app outside the repository,
+ * then used from plain Node — an ESM script, a CommonJS `require('spillway')` (require(esm)),
+ * a strict TypeScript consumer (nodenext, strict, exactOptionalPropertyTypes,
+ * noUncheckedIndexedAccess, skipLibCheck: false) that compiles and runs, every TypeScript block
+ * of the README compiled the same way (the library example also run as written), the installed
+ * `spillway` bin — and the tarball checked by publint and @arethetypeswrong/cli.
+ */
+import { execFile, type ExecFileOptions } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { crc32 } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const pkg = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8')) as {
+  version: string;
+  devDependencies: Record<string, string>;
+};
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(file: string, args: string[], options: ExecFileOptions = {}): Promise<Run> {
+  return new Promise((done) => {
+    execFile(file, args, { maxBuffer: 64 * 1024 * 1024, ...options }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+      done({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+async function npm(args: string[], cwd: string): Promise<Run> {
+  const result = await run('npm', args, { cwd, env: { ...process.env, npm_config_fund: 'false' } });
+  if (result.code !== 0) {
+    throw new Error(`npm ${args.join(' ')} failed (${result.code}):\n${result.stderr}`);
+  }
+  return result;
+}
+
+/** The version of a dev dependency actually installed in the repo (so the npm cache has it). */
+async function installed(name: string): Promise<string> {
+  const manifest = JSON.parse(
+    await readFile(join(repo, 'node_modules', name, 'package.json'), 'utf8'),
+  ) as { version: string };
+  return manifest.version;
+}
+
+/** The tiny vector written byte by byte with zlib's CRC: independent of Spillway's encoder. */
+function tinyCheckpoint(): Buffer {
+  const entry = (gate: number, channel: number, payload: string) => {
+    const body = Buffer.from(payload, 'latin1');
+    const head = Buffer.alloc(16);
+    head.writeInt32BE(gate, 0);
+    head.writeInt32BE(channel, 4);
+    head.writeInt32BE(body.length, 8);
+    head.writeUInt32BE(body.length === 0 ? 0 : crc32(body), 12);
+    return Buffer.concat([head, body]);
+  };
+  return Buffer.concat([
+    Buffer.from('SPWC', 'latin1'),
+    Buffer.from([0, 0, 0, 1]),
+    entry(0, 1, 'AB'),
+    entry(7, 3, ''),
+    entry(0, 1, 'CDE'),
+    entry(7, 3, 'xyz'),
+  ]);
+}
+
+const STRICT_TSCONFIG = {
+  compilerOptions: {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    lib: ['es2023', 'esnext.disposable'],
+    types: ['node'],
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    noUncheckedIndexedAccess: true,
+    skipLibCheck: false,
+    outDir: 'out',
+  },
+};
+
+/** The TypeScript blocks of the README, in order. */
+async function readmeBlocks(): Promise<string[]> {
+  const text = await readFile(join(repo, 'README.md'), 'utf8');
+  return [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+let work = '';
+let app = '';
+let tarball = '';
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'spillway-consumer-'));
+  app = join(work, 'app');
+  await mkdir(app);
+  // prepack builds dist/ exactly as publishing would.
+  const packed = await npm(['pack', '--json', '--pack-destination', work], repo);
+  const [info] = JSON.parse(packed.stdout) as { filename: string }[];
+  tarball = join(work, info!.filename);
+  await writeFile(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'consumer-app', private: true, type: 'module' }, null, 2),
+  );
+  const ts = await installed('typescript');
+  const types = await installed('@types/node');
+  await npm(
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      tarball,
+      `typescript@${ts}`,
+      `@types/node@${types}`,
+    ],
+    app,
+  );
+}, 300_000);
+
+afterAll(async () => {
+  if (work !== '') await rm(work, { recursive: true, force: true });
+});
+
+describe('the installed package', () => {
+  it('ships compiled JavaScript, declarations and the docs, and no tests, sources or configs', async () => {
+    const listing = await run('tar', ['-tzf', tarball]);
+    const files = listing.stdout.split('\n').filter((f) => f !== '');
+    expect(files).toContain('package/dist/src/index.js');
+    expect(files).toContain('package/dist/src/index.d.ts');
+    expect(files).toContain('package/dist/inspector/index.js');
+    expect(files).toContain('package/dist/inspector/page/index.html');
+    expect(files).toContain('package/bin/spillway');
+    expect(files).toContain('package/LICENSE');
+    const forbidden = files.filter(
+      (f) =>
+        /^package\/(test|src|bench|inspector|scripts|\.ci)\//.test(f) ||
+        /\.test\.|tsconfig|vitest\.config|\.prettier/.test(f) ||
+        (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+    );
+    expect(forbidden).toEqual([]);
+  });
+
+  it('an ESM script recovers a checkpoint byte-exact with plain node', async () => {
+    await writeFile(join(app, 'tiny.spwc'), tinyCheckpoint());
+    await writeFile(
+      join(app, 'esm.mjs'),
+      `import { recoverChannelState, channelKey } from 'spillway';
+const got = new Map();
+const recovery = recoverChannelState({
+  checkpoint: 'tiny.spwc',
+  spillRoot: process.argv[2],
+  channels: (info) => {
+    const parts = [];
+    return {
+      onBuffer: (b) => void parts.push(Buffer.from(b)),
+      onFinished: () => void got.set(channelKey(info), Buffer.concat(parts).toString('latin1')),
+    };
+  },
+});
+const report = await recovery.done;
+console.log(JSON.stringify({ channels: Object.fromEntries(got), bytes: report.bytesDelivered }));
+`,
+    );
+    const spillRoot = await mkdtemp(join(work, 'spill-'));
+    const result = await run(process.execPath, ['esm.mjs', spillRoot], { cwd: app });
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)).toEqual({
+      channels: { 'gate-0-channel-1': 'ABCDE', 'gate-7-channel-3': 'xyz' },
+      bytes: 8,
+    });
+    // The owner dir went with the process: nothing of it is left in the spill root.
+    expect(await readdir(join(spillRoot, 'spillway'))).toEqual([]);
+  });
+
+  it('require("spillway") works from CommonJS (require(esm)) and names every export', async () => {
+    await writeFile(
+      join(app, 'cjs.cjs'),
+      `const spillway = require('spillway');
+const { startInspectorServer } = require('spillway/inspector');
+console.log(JSON.stringify({
+  recover: typeof spillway.recoverChannelState,
+  errors: typeof spillway.CorruptCheckpointError,
+  version: spillway.VERSION,
+  inspector: typeof startInspectorServer,
+}));
+`,
+    );
+    const result = await run(process.execPath, ['cjs.cjs'], { cwd: app });
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({
+      recover: 'function',
+      errors: 'function',
+      version: pkg.version,
+      inspector: 'function',
+    });
+  });
+
+  it('a strict nodenext TypeScript consumer (skipLibCheck: false) compiles and runs', async () => {
+    const dir = join(app, 'strict');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(STRICT_TSCONFIG, null, 2));
+    await writeFile(
+      join(dir, 'app.mts'),
+      `import {
+  CorruptCheckpointError,
+  recoverChannelState,
+  type ChannelConsumer,
+  type Recovery,
+  type RecoveryReport,
+} from 'spillway';
+import { startInspectorServer } from 'spillway/inspector';
+
+const inspector = await startInspectorServer({ port: 0 });
+const sizes = new Map<string, number>();
+const consumer = (key: string): ChannelConsumer => ({
+  onBuffer: (buffer) => void sizes.set(key, (sizes.get(key) ?? 0) + buffer.length),
+  onFinished: () => undefined,
+});
+const recovery: Recovery = recoverChannelState({
+  checkpoint: process.argv[2] ?? 'missing.spwc',
+  spillRoot: process.argv[3],
+  channels: ({ gate, channel }) => consumer(\`\${gate}/\${channel}\`),
+  inspect: inspector.inspect,
+});
+const report: RecoveryReport = await recovery.done;
+await inspector.close();
+const first = [...sizes.entries()][0];
+console.log(JSON.stringify({ bytes: report.bytesDelivered, first: first?.[0] ?? null }));
+console.log(new CorruptCheckpointError('f', 3, 'why').offset);
+`,
+    );
+    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
+    const compiled = await run(process.execPath, [tsc, '-p', dir]);
+    expect(compiled.stdout + compiled.stderr).toBe('');
+    const spillRoot = await mkdtemp(join(work, 'spill-'));
+    const result = await run(
+      process.execPath,
+      [join(dir, 'out', 'app.mjs'), join(app, 'tiny.spwc'), spillRoot],
+      { cwd: dir },
+    );
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim().split('\n')).toEqual(['{"bytes":8,"first":"0/1"}', '3']);
+  });
+
+  it('every TypeScript block of the README compiles in the strict consumer, and the library example runs as written', async () => {
+    const blocks = await readmeBlocks();
+    expect(blocks.length).toBeGreaterThan(0);
+    const dir = join(app, 'readme');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(STRICT_TSCONFIG, null, 2));
+    for (const [k, block] of blocks.entries()) {
+      // A block without an import is a fragment of the one before it: it is not a module.
+      await writeFile(
+        join(dir, `block-${k}.mts`),
+        /^import /m.test(block) ? block : `export {};\n${block}`,
+      );
+    }
+    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
+    const compiled = await run(process.execPath, [tsc, '-p', dir]);
+    expect(compiled.stdout + compiled.stderr).toBe('');
+
+    // The library example, run in a directory holding the checkpoint it names.
+    const library = blocks.findIndex((b) => b.includes("checkpoint: 'job-42.spwc'"));
+    expect(library).toBeGreaterThanOrEqual(0);
+    const runDir = await mkdtemp(join(work, 'example-'));
+    const made = await run(
+      process.execPath,
+      [
+        join(app, 'node_modules', 'spillway', 'bin', 'spillway'),
+        'checkpoint',
+        'make',
+        '--out',
+        join(runDir, 'job-42.spwc'),
+        '--mb',
+        '4',
+        '--gates',
+        '2',
+        '--channels',
+        '2',
+      ],
+      { cwd: runDir },
+    );
+    expect(made.code).toBe(0);
+    const result = await run(process.execPath, [join(dir, 'out', `block-${library}.mjs`)], {
+      cwd: runDir,
+      env: { ...process.env, SPILLWAY_SPILL_ROOT: runDir },
+    });
+    expect(result.stderr).toBe('');
+    const [bytes, spillFiles, checkpointFile] = result.stdout.trim().split(' ');
+    expect(Number(bytes)).toBe(4 * 1024 * 1024);
+    expect(Number(spillFiles)).toBeGreaterThan(0);
+    expect(checkpointFile).toBe('cp-7.spwc');
+    const outputs = (await readdir(runDir)).filter((f) => f.endsWith('.bin')).sort();
+    expect(outputs).toEqual([
+      'gate-0-channel-0.bin',
+      'gate-0-channel-1.bin',
+      'gate-1-channel-0.bin',
+      'gate-1-channel-1.bin',
+    ]);
+    // Every byte landed: the outputs add up to the checkpoint's payload.
+    let total = 0;
+    for (const f of outputs) total += (await readFile(join(runDir, f))).length;
+    expect(total).toBe(4 * 1024 * 1024);
+  });
+
+  it('the installed spillway bin runs without a TypeScript loader', async () => {
+    const bin = join(app, 'node_modules', '.bin', 'spillway');
+    const help = await run(bin, ['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: spillway/);
+    const version = await run(bin, ['--version']);
+    expect(version.stdout.trim()).toBe(`spillway ${pkg.version}`);
+    // No TypeScript anywhere in what it needs: typescript and tsx are dev dependencies only.
+    const deps = JSON.parse(
+      await readFile(join(app, 'node_modules', 'spillway', 'package.json'), 'utf8'),
+    ) as { dependencies: Record<string, string> };
+    expect(Object.keys(deps.dependencies)).not.toContain('tsx');
+    expect(Object.keys(deps.dependencies)).not.toContain('typescript');
+  });
+
+  it('publint finds nothing to fix in the package', async () => {
+    const publint = join(repo, 'node_modules', 'publint', 'src', 'cli.js');
+    const result = await run(process.execPath, [publint, join(app, 'node_modules', 'spillway')]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toMatch(/Errors:|Warnings:/);
+  });
+
+  it('@arethetypeswrong/cli finds no problem a node16/nodenext or bundler consumer would hit', async () => {
+    const attw = join(repo, 'node_modules', '@arethetypeswrong', 'cli', 'dist', 'index.js');
+    const result = await run(process.execPath, [attw, tarball, '--format', 'json']);
+    const report = JSON.parse(result.stdout) as {
+      analysis: { problems: { kind: string; resolutionKind?: string; entrypoint?: string }[] };
+    };
+    // ESM-only by design. attw's node16-from-CJS mode models TypeScript before require(esm),
+    // where a CommonJS file could only import() an ES module; Node ≥ 20.19 require()s it, as the
+    // CommonJS test above shows. That one finding, per entry point, is explained in
+    // docs/package.md; anything else fails here.
+    const unexplained = report.analysis.problems.filter(
+      (p) => !(p.kind === 'CJSResolvesToESM' && p.resolutionKind === 'node16-cjs'),
+    );
+    expect(unexplained).toEqual([]);
+  });
+});
