@@ -8,7 +8,7 @@ import {
   FAULT_KINDS,
   type AbortPath,
   type PoolMetrics,
-} from '../task-manager.ts';
+} from '../pool/task-manager.ts';
 import { mib } from './io.ts';
 
 export interface Style {

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setMaxListeners } from 'node:events';
-import { crc32 } from './services/crc32.ts';
+import { crc32 } from '../services/crc32.ts';
 import type { InspectionEvent } from 'xstate';
 import {
   recoverChannelState,
@@ -17,11 +17,11 @@ import {
   type RecoveryReport,
   type SpillLimits,
   type TaskHooks,
-} from './recover.ts';
-import type { StageName, TaskServices } from './machines/task-services.ts';
-import type { CheckpointResult } from './machines/events.ts';
-import { readCheckpoint } from './services/checkpoint/reader.ts';
-import { channelKey, type ChannelInfo } from './services/channel.ts';
+} from '../recover.ts';
+import type { StageName, TaskServices } from '../machines/task-services.ts';
+import type { CheckpointResult } from '../machines/events.ts';
+import { readCheckpoint } from '../services/checkpoint/reader.ts';
+import { channelKey, type ChannelInfo } from '../services/channel.ts';
 import {
   fsSeam,
   injectFault,
@@ -29,14 +29,14 @@ import {
   setFsHook,
   type FsHook,
   type FsOp,
-} from './services/fs.ts';
-import { SpillRoot } from './services/spill-root/spill-root.ts';
+} from '../services/fs.ts';
+import { SpillRoot } from '../services/spill-root/spill-root.ts';
 import {
   DEFAULT_MAX_SEGMENT_BYTES,
   DEFAULT_MAX_SPILL_FILE_BYTES,
-} from './services/spill/limits.ts';
-import { DEFAULT_BUFFER_BYTES } from './services/spill/limits.ts';
-import { CancelledError, MisuseError, RejectedError, SpillwayError } from './services/errors.ts';
+} from '../services/spill/limits.ts';
+import { DEFAULT_BUFFER_BYTES } from '../services/spill/limits.ts';
+import { CancelledError, MisuseError, RejectedError, SpillwayError } from '../services/errors.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Fault kinds and abort paths

@@ -1,17 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { readdir } from 'node:fs/promises';
-import { makeTempRoot } from './helpers/temp.ts';
-import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
-import { injectFault, resetFsSeam, type FsHook } from '../src/services/fs.ts';
-import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { injectFault, resetFsSeam, type FsHook } from '../../src/services/fs.ts';
+import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import {
   ABORT_PATHS,
   ALL_FAULTS,
   TaskManager,
   type FaultKind,
   type SpillSample,
-} from '../src/task-manager.ts';
+} from '../../src/pool/task-manager.ts';
 
 const LIMITS = {
   maxSpillFileBytes: 64 * 1024,
