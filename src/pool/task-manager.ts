@@ -19,6 +19,7 @@ import {
   type TaskHooks,
 } from '../recover.ts';
 import type { StageName, TaskServices } from '../machines/task-services.ts';
+import { stageOf, type Outcome, type StageTag } from '../machines/task.machine.ts';
 import type { CheckpointResult } from '../machines/events.ts';
 import { readCheckpoint } from '../services/checkpoint/reader.ts';
 import { channelKey, type ChannelInfo } from '../services/channel.ts';
@@ -100,8 +101,6 @@ export const ABORT_PATHS = {
   D3: 'cancelled during drain',
 } as const;
 export type AbortPath = keyof typeof ABORT_PATHS;
-
-export type Outcome = 'finished' | 'failed' | 'cancelled';
 
 /** The error a channel consumer throws for `drain-error`: matched by identity. */
 export class InjectedFaultError extends SpillwayError {}
@@ -408,7 +407,7 @@ interface LoopState {
   writes: number;
   spillFiles: Set<string>;
   buffers: number;
-  stage: StageName | 'running' | undefined;
+  stage: StageTag | undefined;
   tracks: Map<string, ChannelTrack>;
   checkpoint: Promise<CheckpointResult> | undefined;
   checkpointOut: string | undefined;
@@ -747,10 +746,10 @@ export class TaskManager {
         ...(this.options.inspect ? { inspect: this.options.inspect } : {}),
       });
       state.recovery = recovery;
-      state.stage = stageOf(recovery.actor.getSnapshot().value);
+      state.stage = stageOf(recovery.actor.getSnapshot());
       recovery.actor.subscribe({
         next: (snapshot) => {
-          const stage = stageOf(snapshot.value);
+          const stage = stageOf(snapshot);
           if (stage !== undefined) state.stage = stage;
         },
         error: () => undefined,
@@ -1137,16 +1136,6 @@ export class TaskManager {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-function stageOf(value: unknown): StageName | 'running' | undefined {
-  const alive = (value as { alive?: unknown } | null)?.alive;
-  if (alive === 'running') return 'running';
-  const restoring = (alive as { restoring?: unknown } | undefined)?.restoring;
-  if (restoring === 'fetching') return 'fetch';
-  if (restoring === 'gap') return 'gap';
-  if (restoring === 'draining') return 'drain';
-  return undefined;
-}
 
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
