@@ -7,7 +7,7 @@
  * reported with something other than the injected first cause (masked causes).
  */
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { setMaxListeners } from 'node:events';
 import { crc32 } from '../services/crc32.ts';
 import type { InspectionEvent } from 'xstate';
@@ -32,6 +32,7 @@ import {
   type FsOp,
 } from '../services/fs.ts';
 import { SpillRoot } from '../services/spill-root/spill-root.ts';
+import { SPILL_FILE_NAME_RE } from '../services/spill/segment-format.ts';
 import {
   DEFAULT_MAX_SEGMENT_BYTES,
   DEFAULT_MAX_SPILL_FILE_BYTES,
@@ -384,7 +385,6 @@ function abortPath(plan: Plan, spillFilesOpened: number): AbortPath | undefined 
 /** `<ownerDir>/task-<pool>.<slot>.<loop>-<rand6>`: the pool's own task ids are unambiguous. */
 const TASK_DIR_RE = /^task-([0-9a-f]{4})\.(\d+)\.(\d+)-[0-9a-f]{6}$/;
 const PATH_TASK_RE = /\/task-([0-9a-f]{4}\.\d+\.\d+)-[0-9a-f]{6}(?:\/|$)/;
-const SPILL_FILE_RE = /\/spill-segment-\d+\.bin$/;
 
 interface ChannelTrack {
   crc: number;
@@ -672,7 +672,7 @@ export class TaskManager {
     const m = PATH_TASK_RE.exec(path);
     const state = m === null ? undefined : this.live.get(m[1]!);
     if (state !== undefined) {
-      if (op === 'open' && SPILL_FILE_RE.test(path)) state.spillFiles.add(path);
+      if (op === 'open' && SPILL_FILE_NAME_RE.test(basename(path))) state.spillFiles.add(path);
       const { kind, variant, nth } = state.plan;
       if (state.failing && !state.fired) {
         this.cancelTask(state, 'injected: cancel after the failure');
