@@ -18,7 +18,7 @@ import {
   type SpillLimits,
   type TaskHooks,
 } from '../recover.ts';
-import type { StageName, TaskServices } from '../machines/task-services.ts';
+import type { TaskServices } from '../machines/task-services.ts';
 import { stageOf, type Outcome, type StageTag } from '../machines/task.machine.ts';
 import type { CheckpointResult } from '../machines/events.ts';
 import { readCheckpoint } from '../services/checkpoint/reader.ts';
@@ -39,75 +39,18 @@ import {
 } from '../services/spill/limits.ts';
 import { DEFAULT_BUFFER_BYTES } from '../services/spill/limits.ts';
 import { CancelledError, MisuseError, RejectedError, SpillwayError } from '../services/errors.ts';
+import { ALL_FAULTS, FAULT_KINDS, InjectedFaultError, type FaultKind } from './faults.ts';
+import {
+  emptyKindStats,
+  emptyMetrics,
+  MAX_PROBLEMS,
+  type KindStats,
+  type PoolMetrics,
+} from './metrics.ts';
+import { abortPath, FaultSchedule, type OpCounts, type Plan } from './plan.ts';
 
 // ---------------------------------------------------------------------------------------------
-// Fault kinds and abort paths
-
-/**
- * What a loop injects. `none` and `checkpoint` end `finished`; every other kind aborts the task
- * at a chosen point of one stage.
- */
-export const FAULT_KINDS = [
-  'none',
-  'fetch-error',
-  'close-error',
-  'enospc',
-  'cancel-fetch',
-  'mail-rejected',
-  'mail-dropped',
-  'cancel-gap',
-  'executor-rejected',
-  'drain-error',
-  'cancel-drain',
-  'checkpoint',
-  'cancel-after-failure',
-] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
-
-/** What `--faults all` means: every kind but `none`. */
-export const ALL_FAULTS: readonly FaultKind[] = FAULT_KINDS.filter((k) => k !== 'none');
-
-/** One line per kind, for `--help` and the closing table. */
-export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
-  none: 'clean recovery',
-  'fetch-error': 'EIO reading the checkpoint',
-  'close-error': 'EIO closing a spill file',
-  enospc: 'ENOSPC writing a spill file',
-  'cancel-fetch': 'cancel while spilling',
-  'mail-rejected': 'gap mail rejected (quiesced)',
-  'mail-dropped': 'gap mail dropped (mailbox closed)',
-  'cancel-gap': 'cancel in the gap',
-  'executor-rejected': 'drain job rejected (shut down)',
-  'drain-error': 'channel throws / EIO in drain',
-  'cancel-drain': 'cancel while draining',
-  checkpoint: 'checkpoint during drain',
-  'cancel-after-failure': 'cancel while a failure cleans up',
-};
-
-/**
- * The abort paths of docs/flink-channel-state.md §4 that the pool drives a task into (`GC`,
- * a cancel during the gap, has no row of its own there).
- */
-export const ABORT_PATHS = {
-  F1: 'fetch fails before any spill file',
-  F2: 'fetch fails after spill files exist',
-  F3: 'spill file close fails',
-  F4: 'cancelled during fetch',
-  G2: 'gap mail rejected',
-  G3: 'gap mail dropped',
-  G5: 'trigger-install mail rejected/dropped',
-  GC: 'cancelled during the gap',
-  D1: 'drain job rejected',
-  D2: 'drain throws',
-  D3: 'cancelled during drain',
-} as const;
-export type AbortPath = keyof typeof ABORT_PATHS;
-
-/** The error a channel consumer throws for `drain-error`: matched by identity. */
-export class InjectedFaultError extends SpillwayError {}
-
-// ---------------------------------------------------------------------------------------------
-// Options and metrics
+// Options
 
 export interface TaskManagerOptions {
   /** The spill root every slot shares. */
@@ -143,55 +86,6 @@ export interface TaskManagerOptions {
   privateRoot?: boolean;
 }
 
-/** Per fault kind: how its loops ended. */
-export interface KindStats {
-  loops: number;
-  /** Ended as planned, with the injected cause. */
-  asExpected: number;
-  masked: number;
-  /** The fault never fired: the task ended before it or past it (not a failure of Spillway). */
-  missed: number;
-  interrupted: number;
-  /** The abort paths its aborted loops took. */
-  paths: Partial<Record<AbortPath, number>>;
-}
-
-/** Live and cumulative figures of a pool. A plain object: safe to JSON.stringify. */
-export interface PoolMetrics {
-  loopsStarted: number;
-  /** Loops that ended (any outcome). */
-  loops: number;
-  liveTasks: number;
-  outcomes: Record<Outcome, number>;
-  /** Loops per injected fault kind (clean loops are not faults). */
-  faults: Partial<Record<FaultKind, number>>;
-  byKind: Partial<Record<FaultKind, KindStats>>;
-  /** Which abort path each aborted loop took. */
-  abortPaths: Partial<Record<AbortPath, number>>;
-  /** Spill files and bytes under live tasks' dirs at the last sample. */
-  liveFiles: number;
-  liveBytes: number;
-  peakLiveFiles: number;
-  peakLiveBytes: number;
-  /** Grants outstanding on live tasks' fetched states at the last sample. */
-  outstandingGrants: number;
-  /** Distinct files (or empty dirs) in the spill root that no live task owns. */
-  leakedFiles: number;
-  /** Failures reported with a cause other than the injected first cause. */
-  maskedCauses: number;
-  faultsMissed: number;
-  /** Recovered bytes that arrived wrong, twice, out of order, or not at all (G6). */
-  deliveryErrors: number;
-  /** Loops cut short by the run's own signal (SIGINT). */
-  interrupted: number;
-  checkpointsVerified: number;
-  bytesDelivered: number;
-  spillFilesWritten: number;
-  samples: number;
-  /** The first few leaks, masked causes, misses and delivery errors, one line each. */
-  problems: string[];
-}
-
 /** A snapshot of the spill root. */
 export interface SpillSample {
   liveTasks: number;
@@ -202,181 +96,15 @@ export interface SpillSample {
   leaked: string[];
 }
 
-const MAX_PROBLEMS = 20;
-
 // ---------------------------------------------------------------------------------------------
-// Deterministic randomness
-
-/** mulberry32: tiny, seedable, good enough for picking fault parameters. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function mix(a: number, b: number): number {
-  return (Math.imul(a ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(b + 0x632be5ab, 0xc2b2ae35)) >>> 0;
-}
-
-/** An integer in `lo..hi` (inclusive; hi is raised to lo). */
-function between(r: () => number, lo: number, hi: number): number {
-  const top = Math.max(lo, hi);
-  return lo + Math.floor(r() * (top - lo + 1));
-}
-
-// ---------------------------------------------------------------------------------------------
-// One loop's plan
-
-type Variant =
-  | 'plain'
-  | 'first-read'
-  | 'requestPartitions'
-  | 'installTrigger'
-  | 'beforeStage'
-  | 'afterDrainerBuilt'
-  | 'beforeDrain'
-  | 'onBuffer'
-  | 'spill-read'
-  | 'fetch'
-  | 'drain';
-
-const VARIANTS: Record<FaultKind, readonly Variant[]> = {
-  none: ['plain'],
-  'fetch-error': ['plain', 'first-read'],
-  'close-error': ['plain'],
-  enospc: ['plain'],
-  'cancel-fetch': ['plain'],
-  'mail-rejected': ['requestPartitions', 'installTrigger'],
-  'mail-dropped': ['requestPartitions', 'installTrigger'],
-  'cancel-gap': ['beforeStage', 'afterDrainerBuilt'],
-  'executor-rejected': ['plain'],
-  'drain-error': ['onBuffer', 'spill-read'],
-  'cancel-drain': ['onBuffer', 'beforeDrain'],
-  checkpoint: ['onBuffer', 'beforeDrain'],
-  'cancel-after-failure': ['fetch', 'drain'],
-};
-
-interface Plan {
-  kind: FaultKind;
-  variant: Variant;
-  /** Which matching operation / buffer triggers the fault (1-based). */
-  nth: number;
-  expect: Outcome;
-  /** The stage the task must be in when it ends (undefined: it finishes). */
-  stage: StageName | undefined;
-}
+// What the loops are aimed at
 
 /** What the pool knows of its checkpoint and of one clean recovery of it. */
 interface Shape {
   payloadBytes: number;
   channels: { key: string; gate: number; channel: number; bytes: number; crc: number }[];
   /** Operations one clean recovery performs (measured), so every fault lands inside them. */
-  ops: {
-    checkpointReads: number;
-    spillWrites: number;
-    spillCloses: number;
-    drainReads: number;
-    buffers: number;
-  };
-}
-
-function makePlan(kind: FaultKind, round: number, seed: number, loop: number, shape: Shape): Plan {
-  const variants = VARIANTS[kind];
-  const variant = variants[round % variants.length]!;
-  const r = rng(mix(seed, loop));
-  const ops = shape.ops;
-  let nth = 1;
-  let expect: Outcome = 'failed';
-  let stage: StageName | undefined = 'fetch';
-  switch (kind) {
-    case 'none':
-      expect = 'finished';
-      stage = undefined;
-      break;
-    case 'checkpoint':
-      expect = 'finished';
-      stage = undefined;
-      // Mid-drain, never after the last buffer (then the cut would be trivially empty).
-      nth = between(r, 1, Math.max(1, ops.buffers - 1));
-      break;
-    case 'fetch-error':
-      // The first read fails before any spill file exists (F1); any later one after (F2).
-      nth =
-        variant === 'first-read' || ops.checkpointReads < 2
-          ? 1
-          : between(r, 2, ops.checkpointReads);
-      break;
-    case 'close-error':
-      nth = between(r, 1, ops.spillCloses);
-      break;
-    case 'enospc':
-      nth = between(r, 1, ops.spillWrites);
-      break;
-    case 'cancel-fetch':
-      nth = between(r, 1, ops.spillWrites);
-      expect = 'cancelled';
-      break;
-    case 'mail-rejected':
-      stage = 'gap';
-      break;
-    case 'mail-dropped':
-    case 'cancel-gap':
-      stage = 'gap';
-      expect = 'cancelled';
-      break;
-    case 'executor-rejected':
-      stage = 'drain';
-      break;
-    case 'drain-error':
-      stage = 'drain';
-      nth = between(r, 1, variant === 'spill-read' ? ops.drainReads : ops.buffers);
-      break;
-    case 'cancel-drain':
-      stage = 'drain';
-      expect = 'cancelled';
-      nth = between(r, 1, ops.buffers);
-      break;
-    case 'cancel-after-failure':
-      // ENOSPC in fetch or a throwing channel in drain, then a cancel at the stage's next
-      // file operation (its own cleanup): the failure came first and must stay the cause.
-      stage = variant === 'fetch' ? 'fetch' : 'drain';
-      nth = between(r, 1, variant === 'fetch' ? ops.spillWrites : ops.buffers);
-      break;
-  }
-  return { kind, variant, nth, expect, stage };
-}
-
-function abortPath(plan: Plan, spillFilesOpened: number): AbortPath | undefined {
-  switch (plan.kind) {
-    case 'fetch-error':
-      return spillFilesOpened > 0 ? 'F2' : 'F1';
-    case 'close-error':
-      return 'F3';
-    case 'enospc':
-      return 'F2';
-    case 'cancel-fetch':
-      return 'F4';
-    case 'mail-rejected':
-      return plan.variant === 'installTrigger' ? 'G5' : 'G2';
-    case 'mail-dropped':
-      return plan.variant === 'installTrigger' ? 'G5' : 'G3';
-    case 'cancel-gap':
-      return 'GC';
-    case 'executor-rejected':
-      return 'D1';
-    case 'drain-error':
-      return 'D2';
-    case 'cancel-drain':
-      return 'D3';
-    case 'cancel-after-failure':
-      return plan.variant === 'fetch' ? 'F2' : 'D2';
-    default:
-      return undefined;
-  }
+  ops: OpCounts;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -440,12 +168,12 @@ export class TaskManager {
   private readonly limits: Required<SpillLimits>;
   private readonly live = new Map<string, LoopState>();
   private readonly leaked = new Set<string>();
-  private readonly m: PoolMetrics;
+  private readonly m: PoolMetrics = emptyMetrics();
+  private readonly schedule: FaultSchedule;
   private nextLoop = 0;
   private running = false;
   private closed = false;
   private sampling: Promise<SpillSample> | undefined;
-  private roundCache: { round: number; order: FaultKind[] } | undefined;
 
   private constructor(
     private readonly options: TaskManagerOptions,
@@ -462,30 +190,7 @@ export class TaskManager {
       bufferBytes: options.limits?.bufferBytes ?? DEFAULT_BUFFER_BYTES,
       readChunkBytes: options.limits?.readChunkBytes ?? 1024 * 1024,
     };
-    this.m = {
-      loopsStarted: 0,
-      loops: 0,
-      liveTasks: 0,
-      outcomes: { finished: 0, failed: 0, cancelled: 0 },
-      faults: {},
-      byKind: {},
-      abortPaths: {},
-      liveFiles: 0,
-      liveBytes: 0,
-      peakLiveFiles: 0,
-      peakLiveBytes: 0,
-      outstandingGrants: 0,
-      leakedFiles: 0,
-      maskedCauses: 0,
-      faultsMissed: 0,
-      deliveryErrors: 0,
-      interrupted: 0,
-      checkpointsVerified: 0,
-      bytesDelivered: 0,
-      spillFilesWritten: 0,
-      samples: 0,
-      problems: [],
-    };
+    this.schedule = new FaultSchedule(this.faults, this.seed);
   }
 
   /**
@@ -652,22 +357,6 @@ export class TaskManager {
     }
   }
 
-  /** The kind of loop `n`: every kind once per round, in a seeded order. */
-  private kindOf(n: number): { kind: FaultKind; round: number } {
-    const k = this.faults.length;
-    const round = Math.floor(n / k);
-    if (this.roundCache?.round !== round) {
-      const order = [...this.faults];
-      const r = rng(mix(this.seed, 0x7fff0000 + round));
-      for (let i = order.length - 1; i > 0; i--) {
-        const j = Math.floor(r() * (i + 1));
-        [order[i], order[j]] = [order[j]!, order[i]!];
-      }
-      this.roundCache = { round, order };
-    }
-    return { kind: this.roundCache.order[n % k]!, round };
-  }
-
   private readonly fsHook: FsHook = (op: FsOp, path: string) => {
     const m = PATH_TASK_RE.exec(path);
     const state = m === null ? undefined : this.live.get(m[1]!);
@@ -699,8 +388,8 @@ export class TaskManager {
   }
 
   private async runLoop(slot: number, loop: number, stop: AbortSignal): Promise<void> {
-    const { kind, round } = this.kindOf(loop);
-    const plan = makePlan(kind, round, this.seed, loop, this.shape);
+    const plan = this.schedule.plan(loop, this.shape.ops);
+    const { kind } = plan;
     const id = `${this.prefix}.${slot}.${loop}`;
     const state: LoopState = {
       id,
@@ -720,14 +409,7 @@ export class TaskManager {
     };
     this.m.loopsStarted++;
     if (kind !== 'none') this.m.faults[kind] = (this.m.faults[kind] ?? 0) + 1;
-    const stats = (this.m.byKind[kind] ??= {
-      loops: 0,
-      asExpected: 0,
-      masked: 0,
-      missed: 0,
-      interrupted: 0,
-      paths: {},
-    });
+    const stats = (this.m.byKind[kind] ??= emptyKindStats());
     stats.loops++;
     this.live.set(id, state);
     const disarm = this.armFsFault(state, this.slotCheckpoints[slot]!);
