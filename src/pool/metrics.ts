@@ -1,5 +1,6 @@
 /**
- * What a pool measures, as plain objects (safe to JSON.stringify).
+ * What a pool measures, as plain objects (safe to JSON.stringify), and the capped list of
+ * problem lines every part of the pool reports into.
  */
 import type { Outcome } from '../machines/task.machine.ts';
 import type { AbortPath, FaultKind } from './faults.ts';
@@ -86,5 +87,36 @@ export function emptyKindStats(): KindStats {
   return { loops: 0, asExpected: 0, masked: 0, missed: 0, interrupted: 0, paths: {} };
 }
 
+/** Records one problem line (a leak, a masked cause, a miss, a delivery error). */
+export type Note = (line: string) => void;
+
 /** How many problem lines a pool keeps: the first few say what went wrong; the rest are counted. */
 export const MAX_PROBLEMS = 20;
+
+/**
+ * A {@link Note} that appends to `problems` until it holds {@link MAX_PROBLEMS} lines.
+ *
+ * @example
+ * ```ts
+ * const note = noteInto(metrics.problems);
+ * note('leaked: /tmp/spill/…/spill-segment-0.bin');
+ * ```
+ */
+export function noteInto(problems: string[]): Note {
+  return (line) => {
+    if (problems.length < MAX_PROBLEMS) problems.push(line);
+  };
+}
+
+/** An error's message, or the thrown value as text. */
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** An error as a problem line names it: `name code: message` (`no error` for undefined). */
+export function describeError(e: unknown): string {
+  if (e === undefined) return 'no error';
+  const name = (e as Error)?.name ?? typeof e;
+  const code = (e as NodeJS.ErrnoException)?.code;
+  return `${name}${code ? ` ${code}` : ''}: ${errorText(e)}`;
+}

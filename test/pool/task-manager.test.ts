@@ -6,8 +6,9 @@ import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { injectFault, resetFsSeam, type FsHook } from '../../src/services/fs.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { spillFileName } from '../../src/services/spill/segment-format.ts';
+import type { SpillSample } from '../../src/pool/census.ts';
 import { ABORT_PATHS, ALL_FAULTS, type FaultKind } from '../../src/pool/faults.ts';
-import { TaskManager, type SpillSample } from '../../src/pool/task-manager.ts';
+import { TaskManager } from '../../src/pool/task-manager.ts';
 
 const LIMITS = {
   maxSpillFileBytes: 64 * 1024,
