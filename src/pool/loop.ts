@@ -4,7 +4,7 @@
  */
 import type { Recovery } from '../recover.ts';
 import type { TaskServices } from '../machines/task-services.ts';
-import type { StageTag } from '../machines/task.machine.ts';
+import type { stageOf } from '../machines/task.machine.ts';
 import type { CheckpointResult } from '../machines/events.ts';
 import type { InjectedFaultError } from './faults.ts';
 import type { Plan } from './plan.ts';
@@ -67,7 +67,8 @@ export interface LoopState {
   writes: number;
   spillFiles: Set<string>;
   buffers: number;
-  stage: StageTag | undefined;
+  /** The last stage the task was seen in (kept once it has ended). */
+  stage: ReturnType<typeof stageOf>;
   tracks: Map<string, ChannelTrack>;
   checkpoint: Promise<CheckpointResult> | undefined;
   checkpointOut: string | undefined;
