@@ -7,6 +7,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { recoverChannelState } from '../src/recover.ts';
+import { stageOf } from '../src/machines/task.machine.ts';
 import type { SpillLimits } from '../src/services/spill/limits.ts';
 import { discardingConsumer } from './stages.ts';
 import { percentile, seededRandom, spread, type Spread } from './stats.ts';
@@ -32,7 +33,7 @@ export interface CancelFigures {
   filesPerRecovery: number;
   /** Spill files on disk at the moment of each cancel. */
   filesAtCancel: Spread;
-  /** Where the cancels landed: state value → count. */
+  /** Where the cancels landed: stage tag (`fetch`, `gap`, `drain`, `running`) → count. */
   stages: Record<string, number>;
   /** Median duration of an uncancelled recovery, the range cancel moments are drawn from. */
   recoveryMs: number;
@@ -52,12 +53,6 @@ function filesIn(ownerDir: string, taskId: string): number {
     }
   }
   return n;
-}
-
-function stageOf(value: unknown): string {
-  const s = JSON.stringify(value);
-  const m = /"(fetching|gap|draining|running)"/.exec(s);
-  return m?.[1] ?? s.replace(/"/g, '');
 }
 
 const sleep = (ms: number) =>
@@ -119,7 +114,8 @@ export async function measureCancel(options: CancelOptions): Promise<CancelFigur
       continue;
     }
     const files = filesIn(ownerDir, taskId);
-    const stage = stageOf(snapshot.value);
+    // An active task is always in a tagged state; 'untagged' would name a machine change.
+    const stage = stageOf(snapshot) ?? 'untagged';
     const t0 = performance.now();
     recovery.cancel('bench');
     const outcome = await settled;

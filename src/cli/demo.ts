@@ -3,7 +3,7 @@
  * loops with every fault kind injected, on a private temp spill root, showing live that no
  * spill file piles up and no failure is reported with the wrong cause.
  */
-import { ALL_FAULTS, FAULT_DESCRIPTIONS, FAULT_KINDS, type FaultKind } from '../task-manager.ts';
+import { ALL_FAULTS, FAULT_DESCRIPTIONS, FAULT_KINDS, type FaultKind } from '../pool/faults.ts';
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';

@@ -11,7 +11,8 @@ import { makeCheckpoint, type MadeCheckpoint } from '../services/checkpoint/gene
 import { fsSeam } from '../services/fs.ts';
 import { SpillRoot } from '../services/spill-root/spill-root.ts';
 import { addSuppressed } from '../services/errors.ts';
-import { TaskManager, type FaultKind } from '../task-manager.ts';
+import type { FaultKind } from '../pool/faults.ts';
+import { TaskManager } from '../pool/task-manager.ts';
 import type { SpillLimits } from '../recover.ts';
 
 /**

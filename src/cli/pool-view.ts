@@ -2,13 +2,8 @@
  * How `spillway demo` and `spillway soak` show a {@link TaskManager} pool to a person: the
  * one-line progress text, the closing table, and colour that appears only on a terminal.
  */
-import {
-  ABORT_PATHS,
-  FAULT_DESCRIPTIONS,
-  FAULT_KINDS,
-  type AbortPath,
-  type PoolMetrics,
-} from '../task-manager.ts';
+import { ABORT_PATHS, FAULT_DESCRIPTIONS, FAULT_KINDS, type AbortPath } from '../pool/faults.ts';
+import type { PoolMetrics } from '../pool/metrics.ts';
 import { mib } from './io.ts';
 
 export interface Style {

@@ -4,7 +4,8 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { ALL_FAULTS, FAULT_KINDS, type PoolMetrics } from '../task-manager.ts';
+import { ALL_FAULTS, FAULT_KINDS } from '../pool/faults.ts';
+import type { PoolMetrics } from '../pool/metrics.ts';
 import { fsSeam } from '../services/fs.ts';
 import { intOption, parse } from './args.ts';
 import { printJson, table, type Io } from './io.ts';

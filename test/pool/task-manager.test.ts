@@ -1,17 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { readdir } from 'node:fs/promises';
-import { makeTempRoot } from './helpers/temp.ts';
-import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
-import { injectFault, resetFsSeam, type FsHook } from '../src/services/fs.ts';
-import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
-import {
-  ABORT_PATHS,
-  ALL_FAULTS,
-  TaskManager,
-  type FaultKind,
-  type SpillSample,
-} from '../src/task-manager.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { injectFault, resetFsSeam, type FsHook } from '../../src/services/fs.ts';
+import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
+import { spillFileName } from '../../src/services/spill/segment-format.ts';
+import type { SpillSample } from '../../src/pool/census.ts';
+import { ABORT_PATHS, ALL_FAULTS, type FaultKind } from '../../src/pool/faults.ts';
+import { TaskManager } from '../../src/pool/task-manager.ts';
 
 const LIMITS = {
   maxSpillFileBytes: 64 * 1024,
@@ -108,7 +105,7 @@ describe('TaskManager', () => {
     let pool: TaskManager | undefined;
     // Pauses the writer as it opens its third spill file and samples the root right then.
     const fsHook: FsHook = async (op, path) => {
-      if (op === 'open' && path.endsWith('/spill-segment-2.bin') && samples.length === 0) {
+      if (op === 'open' && path.endsWith(`/${spillFileName(2)}`) && samples.length === 0) {
         samples.push(await pool!.sample());
       }
     };
