@@ -8,7 +8,7 @@ import { Drainer, type DrainReport } from '../src/services/spill/drainer.ts';
 import { type ChannelConsumer } from '../src/services/channel.ts';
 import { fetchToSpill, type FetchStageResult } from '../src/services/spill/fetch-stage.ts';
 import { type SpillLimits } from '../src/services/spill/limits.ts';
-import { channelKey } from '../src/services/channel.ts';
+import { channelId } from '../src/services/channel.ts';
 import { type FetchedChannelState } from '../src/services/spill/fetched-state.ts';
 import type { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 
@@ -22,9 +22,9 @@ export const discardingConsumer: ChannelConsumer = {
   onFinished() {},
 };
 
-function consumersFor(state: FetchedChannelState): Map<string, ChannelConsumer> {
-  const map = new Map<string, ChannelConsumer>();
-  for (const info of state.channels) map.set(channelKey(info), discardingConsumer);
+function consumersFor(state: FetchedChannelState): Map<number, ChannelConsumer> {
+  const map = new Map<number, ChannelConsumer>();
+  for (const info of state.channels) map.set(channelId(info), discardingConsumer);
   return map;
 }
 

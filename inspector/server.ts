@@ -42,7 +42,9 @@ export interface InspectorServerOptions {
 }
 
 /** The server could not start (port in use, no permission). */
-export class InspectorServerError extends SpillwayError {}
+export class InspectorServerError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_INSPECTOR';
+}
 
 /** Bounds: the history the page can replay, metrics samples, Stately's replay buffer. */
 export const HISTORY_LIMIT = 20_000;

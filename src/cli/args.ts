@@ -6,7 +6,9 @@ import { parseArgs } from 'node:util';
 import { SpillwayError } from '../services/errors.ts';
 
 /** Bad command-line usage: printed as one line, exit code 2. */
-export class UsageError extends SpillwayError {}
+export class UsageError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_USAGE';
+}
 
 export type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
 

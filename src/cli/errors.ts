@@ -1,29 +1,72 @@
-/** How an error becomes an exit code and one line on stderr (DESIGN §4). */
-import { CorruptCheckpointError, SpillRootError, suppressedOf } from '../services/errors.ts';
+/** How an error becomes an exit code and what a person reads on stderr (docs/cli.md). */
+import {
+  CheckpointPathError,
+  CleanupError,
+  CorruptCheckpointError,
+  OutputDirError,
+  OutputExistsError,
+  SpillRootError,
+  suppressedOf,
+} from '../services/errors.ts';
 import { UsageError } from './args.ts';
 import type { Io } from './io.ts';
 
+/** Whether an error is the caller's input or configuration (exit 2), not a failure (exit 1). */
+function isBadInput(error: unknown): boolean {
+  if (
+    error instanceof UsageError ||
+    error instanceof CorruptCheckpointError ||
+    error instanceof CheckpointPathError ||
+    error instanceof OutputDirError ||
+    error instanceof OutputExistsError
+  ) {
+    return true;
+  }
+  // An unusable spill root (missing, a symlink, world-writable) is the caller's configuration;
+  // one the file system refused to write (ENOSPC, EROFS, EIO) is the environment failing.
+  return error instanceof SpillRootError && error.errno === undefined;
+}
+
+/** A delete that failed: a file may be left behind. */
+function isCleanupFailure(error: Error): boolean {
+  const syscall = (error as NodeJS.ErrnoException).syscall;
+  return (
+    error instanceof CleanupError || syscall === 'rm' || syscall === 'unlink' || syscall === 'rmdir'
+  );
+}
+
 /**
  * Prints the error for a person and returns the exit code: 2 for bad input or usage (one line,
- * no stack), 1 for a failed recovery (the first cause, then how many later errors it hides).
+ * no stack), 1 for a failure (the first cause, naming the real errno). Either way the errors
+ * it hides are not lost: a line counts them and names the first cleanup failure, since a file
+ * left behind is something the user must know about.
  */
 export function reportError(io: Io, error: unknown, command: string): number {
+  const e = error as Error | undefined;
+  const message = e?.message ?? String(error);
+  let code: number;
   if (error instanceof UsageError) {
-    io.err.write(`spillway ${command}: ${error.message} (see 'spillway ${command} --help')\n`);
-    return 2;
+    io.err.write(`spillway ${command}: ${message} (see 'spillway ${command} --help')\n`);
+    code = 2;
+  } else if (isBadInput(error)) {
+    io.err.write(`spillway ${command}: ${message}\n`);
+    code = 2;
+  } else {
+    io.err.write(`spillway ${command}: failed: ${message}\n`);
+    code = 1;
   }
-  // An unusable spill root (missing, a symlink, world-writable) is the caller's configuration.
-  if (error instanceof CorruptCheckpointError || error instanceof SpillRootError) {
-    io.err.write(`spillway ${command}: ${error.message}\n`);
-    return 2;
-  }
-  const e = error as Error;
-  io.err.write(`spillway ${command}: failed: ${e?.message ?? String(error)}\n`);
   const later = suppressedOf(error);
   if (later.length > 0) {
-    io.err.write(`  (${later.length} later error(s) suppressed; SPILLWAY_DEBUG=1 shows them)\n`);
+    const cleanup = later.filter(isCleanupFailure);
+    io.err.write(
+      `  (${later.length} later error(s) suppressed` +
+        (cleanup.length > 0
+          ? `, ${cleanup.length} of them cleanup failures: ${cleanup[0]!.message}`
+          : '') +
+        `; SPILLWAY_DEBUG=1 lists them)\n`,
+    );
     if (process.env.SPILLWAY_DEBUG) for (const s of later) io.err.write(`  - ${s.message}\n`);
   }
-  if (process.env.SPILLWAY_DEBUG && e?.stack) io.err.write(`${e.stack}\n`);
-  return 1;
+  if (process.env.SPILLWAY_DEBUG && e?.stack && code === 1) io.err.write(`${e.stack}\n`);
+  return code;
 }

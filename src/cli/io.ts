@@ -7,6 +7,20 @@ export interface Io {
 
 export const stdio: Io = { out: process.stdout, err: process.stderr };
 
+/**
+ * A closed stdout or stderr (`spillway recover … --json | head -c1`) must end the command
+ * quietly, its result standing: an EPIPE there is no one's failure, and left unhandled it
+ * would crash the process with a stack trace. Later writes to the closed stream are dropped.
+ */
+export function quietOnClosedPipes(streams: readonly NodeJS.WritableStream[]): void {
+  for (const stream of streams) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
+      throw error;
+    });
+  }
+}
+
 export function printJson(io: Io, value: unknown): void {
   io.out.write(`${JSON.stringify(value)}\n`);
 }

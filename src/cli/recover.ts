@@ -1,20 +1,32 @@
-/** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--json]` */
+/** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--json]` */
 import { recoverChannelState } from '../recover.ts';
-import { ChannelFileSink } from '../services/channel-files.ts';
+import { channelKey } from '../services/channel.ts';
+import { checkCheckpointFile } from '../services/checkpoint/source.ts';
+import { ChannelFileSink } from '../services/outputs/channel-files.ts';
+import { OutputDir } from '../services/outputs/output-dir.ts';
 import { addSuppressed } from '../services/errors.ts';
-import { fsSeam } from '../services/fs.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, ProgressLine, table, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
 import { reportError } from './errors.ts';
 
-export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--json]
+export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
+                        [--overwrite] [--json]
 
-Recovers the channel state in CHECKPOINT (SPWC v1) through fetch → gap → drain and writes
+Recovers the channel state in CHECKPOINT (SPWC) through fetch → gap → drain and writes
 DIR/gate-<g>-channel-<c>.bin per channel. Spill files go to --spill-root (default
 $SPILLWAY_SPILL_ROOT, then the OS temp dir) and are gone when the command ends.
 
-Exit codes: 0 ok · 1 recovery failed · 2 bad input or usage · 130 SIGINT · 143 SIGTERM
+The channel files are written into a private staging dir inside DIR and moved into place only
+when the whole recovery succeeded: a failed or cancelled run leaves DIR as it found it, and no
+link found in DIR is ever written through.
+
+  --overwrite    replace channel files DIR already holds (by rename: a link there is replaced,
+                 never followed); without it such a DIR is refused
+  --json         one JSON object on stdout
+
+Exit codes: 0 ok · 1 recovery failed · 2 bad input or usage · 128+n after signal n
+(129 HUP, 130 INT, 131 QUIT, 140 USR2, 142 ALRM, 143 TERM: cancelled, cleaned up)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
@@ -24,6 +36,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       out: { type: 'string' },
       'spill-root': { type: 'string' },
       'max-spill-file-bytes': { type: 'string' },
+      overwrite: { type: 'boolean' },
       json: { type: 'boolean' },
     },
     1,
@@ -34,32 +47,18 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   const checkpoint = positionals[0];
   if (checkpoint === undefined) throw new UsageError('missing CHECKPOINT');
-  const out = stringOption(values, 'out');
-  if (out === undefined) throw new UsageError('missing --out DIR');
+  const outDir = stringOption(values, 'out');
+  if (outDir === undefined) throw new UsageError('missing --out DIR');
   const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
 
-  // Checked up front so that a wrong path is bad input (exit 2), not a failed recovery (exit 1).
-  const input = await fsSeam.stat(checkpoint).catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') {
-      throw new UsageError(`${checkpoint}: no such checkpoint file`);
-    }
-    throw e;
+  // Bad input is refused before anything is created (exit 2).
+  await checkCheckpointFile(checkpoint);
+  const out = await OutputDir.open(outDir, {
+    overwrite: values.overwrite === true,
+    log: (line) => void (process.env.SPILLWAY_DEBUG ? io.err.write(`${line}\n`) : undefined),
   });
-  if (!input.isFile()) throw new UsageError(`${checkpoint}: not a regular file`);
-
-  // A failed run must not leave an output dir it created for nothing (G9: nothing left on disk).
-  const outExisted = await fsSeam.lstat(out).then(
-    () => true,
-    () => false,
-  );
-  // 0o777 & umask, like mkdir(1): the output is the user's, not a private spill dir.
-  await fsSeam.mkdir(out, { recursive: true, mode: 0o777 }).catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'EEXIST' || e.code === 'ENOTDIR')
-      throw new UsageError(`${out}: not a directory`);
-    throw e;
-  });
-  const sink = new ChannelFileSink(out);
-  const signals = trapSignals();
+  const sink = new ChannelFileSink(out.stagingDir);
+  const signals = trapSignals((line) => io.err.write(line));
   const progress = new ProgressLine(io);
   const recovery = recoverChannelState({
     checkpoint,
@@ -75,16 +74,33 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }, 200)
     : undefined;
   try {
-    const report = await recovery.done;
+    let report;
+    try {
+      report = await recovery.done;
+      await sink.finish();
+      // Published even if a signal arrives now: the recovery is complete, and moving its
+      // files into place is the quickest way to leave DIR in a state the user can use.
+      await out.publish(sink.channels);
+    } catch (error) {
+      await sink.discard().catch((e) => addSuppressed(error as Error, e));
+      await out.discard().catch((e) => addSuppressed(error as Error, e));
+      throw error;
+    }
     progress.done();
+    const replaced = out.existing.filter((name) =>
+      sink.channels.some((c) => name === `${channelKey(c)}.bin`),
+    );
+    const stale = out.existing.filter((name) => !replaced.includes(name));
     const result = {
       checkpoint,
-      out,
+      out: outDir,
       channels: report.channels,
       bytes: report.bytesDelivered,
       spillFiles: report.spillFiles,
       spilledBytes: report.spilledBytes,
       entries: report.entries,
+      replaced: replaced.length,
+      staleFiles: stale,
       durationMs: report.durationMs,
     };
     if (values.json) printJson(io, result);
@@ -97,38 +113,31 @@ export async function run(argv: string[], io: Io): Promise<number> {
             ['spill files', result.spillFiles],
             ['spilled', mib(result.spilledBytes)],
             ['time', `${result.durationMs} ms`],
-            ['out', out],
+            ['out', outDir],
+            ...(replaced.length > 0 ? [['replaced', replaced.length] as [string, number]] : []),
           ]),
       );
     }
-    return 0;
+    if (stale.length > 0) {
+      // Never deleted (they are not this run's), but never silently mixed in either.
+      io.err.write(
+        `spillway recover: ${outDir} also holds ${stale.length} channel file(s) this checkpoint ` +
+          `does not name, left as they were: ${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', …' : ''}\n`,
+      );
+    }
+    return signals.exitCode ?? 0;
   } catch (error) {
     progress.done();
-    await sink.discard().catch((e) => addSuppressed(error as Error, e));
-    if (!outExisted) {
-      await removeIfEmpty(out).catch((e) => addSuppressed(error as Error, e));
-    }
     if (signals.exitCode !== undefined) {
       // Cancelled by a signal: cleanup is done; its consequences are not news to the user.
       io.err.write(
-        `spillway recover: cancelled by ${signals.signal.reason}; spill files removed\n`,
+        `spillway recover: cancelled by ${String(signals.signal.reason)}; spill files removed, ${outDir} as it was\n`,
       );
       return signals.exitCode;
-    }
-    if (
-      (error as NodeJS.ErrnoException).code === 'ENOENT' &&
-      (error as NodeJS.ErrnoException).path === checkpoint
-    ) {
-      return reportError(io, new UsageError(`${checkpoint}: no such checkpoint file`), 'recover');
     }
     return reportError(io, error, 'recover');
   } finally {
     if (timer) clearInterval(timer);
     signals.dispose();
   }
-}
-
-/** Removes `dir` only if nothing is in it: never a tree someone else wrote into meanwhile. */
-async function removeIfEmpty(dir: string): Promise<void> {
-  if ((await fsSeam.readdir(dir)).length === 0) await fsSeam.rm(dir);
 }

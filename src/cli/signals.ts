@@ -1,12 +1,32 @@
 /**
- * SIGINT and SIGTERM cancel the running work instead of killing the process, so cleanup runs
- * and the spill root is left empty; the command then exits 130 or 143 (DESIGN §4).
+ * The terminating signals a command traps: HUP, INT, QUIT, TERM, USR2 and ALRM cancel the
+ * running work instead of killing the process, so cleanup runs and the spill root is left
+ * empty; the command then exits 128 + the signal's number (docs/cli.md). A second signal while
+ * cleanup runs is noted and changes nothing; a third ends the process at once, saying so (the
+ * exit hook still removes this process's spill dir; `spillway sweep` finds anything else).
  */
+import { constants } from 'node:os';
+
+/** The signals that would otherwise end the process without cleanup. */
+export const TRAPPED_SIGNALS = [
+  'SIGHUP',
+  'SIGINT',
+  'SIGQUIT',
+  'SIGTERM',
+  'SIGUSR2',
+  'SIGALRM',
+] as const;
+export type TrappedSignal = (typeof TRAPPED_SIGNALS)[number];
+
+/** 128 + n, the shell's convention for "ended by signal n". */
+export function exitCodeOf(signal: TrappedSignal): number {
+  return 128 + constants.signals[signal];
+}
 
 export interface SignalScope {
-  /** Aborted with 'SIGINT' or 'SIGTERM' when one arrives. */
+  /** Aborted with the signal's name (`'SIGTERM'`, …) when the first one arrives. */
   readonly signal: AbortSignal;
-  /** 130 after SIGINT, 143 after SIGTERM, undefined if none arrived. */
+  /** 128 + n after signal n, undefined if none arrived. */
   readonly exitCode: number | undefined;
   /**
    * Removes the handlers. From then until the next {@link trapSignals}, a signal ends the
@@ -16,37 +36,38 @@ export interface SignalScope {
   dispose(): void;
 }
 
+type Handlers = Map<TrappedSignal, () => void>;
+
+function install(handlers: Handlers): void {
+  for (const [name, handler] of handlers) process.on(name, handler);
+}
+
+function uninstall(handlers: Handlers): void {
+  for (const [name, handler] of handlers) process.off(name, handler);
+}
+
 /**
  * The handlers that cover the gap between a command's end and the process's exit. Without them
- * a signal landing there (a second Ctrl-C, a supervisor's SIGTERM storm) kills the process
- * before `process.on('exit')` runs, and the owner dir stays in the spill root.
+ * a signal landing there (a supervisor's SIGTERM storm) kills the process before
+ * `process.on('exit')` runs, and the owner dir stays in the spill root.
  */
-let afterScope: { onInt: () => void; onTerm: () => void } | undefined;
-
-function removeAfterScope(): void {
-  if (afterScope === undefined) return;
-  process.off('SIGINT', afterScope.onInt);
-  process.off('SIGTERM', afterScope.onTerm);
-  afterScope = undefined;
-}
+let afterScope: Handlers | undefined;
 
 function installAfterScope(firstCode: number | undefined): void {
-  removeAfterScope();
-  afterScope = {
-    onInt: () => process.exit(firstCode ?? 130),
-    onTerm: () => process.exit(firstCode ?? 143),
-  };
+  if (afterScope !== undefined) uninstall(afterScope);
   // Signal listeners do not keep the event loop alive: the process still exits on its own.
-  process.on('SIGINT', afterScope.onInt);
-  process.on('SIGTERM', afterScope.onTerm);
+  afterScope = new Map(
+    TRAPPED_SIGNALS.map((name) => [name, () => process.exit(firstCode ?? exitCodeOf(name))]),
+  );
+  install(afterScope);
 }
 
 /**
- * Installs SIGINT/SIGTERM handlers for the duration of one command.
+ * Traps the terminating signals for the duration of one command.
  *
  * @example
  * ```ts
- * const signals = trapSignals();
+ * const signals = trapSignals((line) => process.stderr.write(line));
  * try {
  *   await work({ signal: signals.signal });
  * } finally {
@@ -55,20 +76,37 @@ function installAfterScope(firstCode: number | undefined): void {
  * return signals.exitCode ?? 0;
  * ```
  */
-export function trapSignals(): SignalScope {
-  removeAfterScope();
+export function trapSignals(say: (line: string) => void = () => undefined): SignalScope {
   const controller = new AbortController();
   let exitCode: number | undefined;
-  const on = (name: 'SIGINT' | 'SIGTERM', code: number) => () => {
-    // A second signal while cleanup runs must not kill the process half-way: keep the first.
-    if (exitCode !== undefined) return;
-    exitCode = code;
-    controller.abort(name);
-  };
-  const onInt = on('SIGINT', 130);
-  const onTerm = on('SIGTERM', 143);
-  process.on('SIGINT', onInt);
-  process.on('SIGTERM', onTerm);
+  let received = 0;
+  const handlers: Handlers = new Map(
+    TRAPPED_SIGNALS.map((name) => [
+      name,
+      () => {
+        received++;
+        if (received === 1) {
+          exitCode = exitCodeOf(name);
+          controller.abort(name);
+        } else if (received === 2) {
+          // Cutting cleanup short is what would leave files behind: the second one waits.
+          say(`spillway: ${name} again; still cleaning up (a third signal exits at once)\n`);
+        } else {
+          say(
+            `spillway: ${name} a third time; exiting before cleanup finished ` +
+              `(this process's spill dir goes with it; 'spillway sweep' removes anything else)\n`,
+          );
+          process.exit(exitCode ?? exitCodeOf(name));
+        }
+      },
+    ]),
+  );
+  // The new handlers go in before the old ones leave: no instant with the default action.
+  install(handlers);
+  if (afterScope !== undefined) {
+    uninstall(afterScope);
+    afterScope = undefined;
+  }
   let disposed = false;
   return {
     signal: controller.signal,
@@ -78,10 +116,8 @@ export function trapSignals(): SignalScope {
     dispose() {
       if (disposed) return;
       disposed = true;
-      // The new handlers go in before the old ones leave: no instant with the default action.
       installAfterScope(exitCode);
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
+      uninstall(handlers);
     },
   };
 }

@@ -2,7 +2,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { Drainer } from '../services/spill/drainer.ts';
 import { type ChannelConsumer } from '../services/channel.ts';
-import { channelKey } from '../services/channel.ts';
+import { channelId } from '../services/channel.ts';
 import { type FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
@@ -15,7 +15,7 @@ export interface GapInput {
 }
 
 export interface GapContext extends GapInput {
-  consumers?: ReadonlyMap<string, ChannelConsumer>;
+  consumers?: ReadonlyMap<number, ChannelConsumer>;
 }
 
 /**
@@ -35,13 +35,13 @@ function mail<T>(services: TaskServices, name: string, signal: AbortSignal, body
     });
 }
 
-export const requestPartitions = fromPromise<ReadonlyMap<string, ChannelConsumer>, GapInput>(
+export const requestPartitions = fromPromise<ReadonlyMap<number, ChannelConsumer>, GapInput>(
   async ({ input, signal }) => {
     await input.services.hooks.beforeStage?.('gap', input.services);
     return mail(input.services, 'requestPartitions', signal, () => {
-      const consumers = new Map<string, ChannelConsumer>();
+      const consumers = new Map<number, ChannelConsumer>();
       for (const info of input.state.channels) {
-        consumers.set(channelKey(info), input.services.channels(info));
+        consumers.set(channelId(info), input.services.channels(info));
       }
       return consumers;
     });
@@ -50,7 +50,7 @@ export const requestPartitions = fromPromise<ReadonlyMap<string, ChannelConsumer
 
 export const buildDrainer = fromPromise<
   void,
-  GapInput & { consumers: ReadonlyMap<string, ChannelConsumer> }
+  GapInput & { consumers: ReadonlyMap<number, ChannelConsumer> }
 >(({ input, signal }) =>
   mail(input.services, 'buildDrainer', signal, () => {
     const drainer = new Drainer(input.state, input.consumers, input.services.limits);

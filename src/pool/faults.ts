@@ -67,4 +67,6 @@ export const ABORT_PATHS = {
 export type AbortPath = keyof typeof ABORT_PATHS;
 
 /** The error a channel consumer throws for `drain-error`: matched by identity. */
-export class InjectedFaultError extends SpillwayError {}
+export class InjectedFaultError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_INJECTED_FAULT';
+}

@@ -4,8 +4,60 @@
  * replaces it.
  */
 
-/** Base class: every Spillway error can carry the errors that came after it. */
+/**
+ * Every stable `code` a Spillway error carries, so a `switch (error.code)` over them can be
+ * exhaustive. `ABORT_ERR` is Node's own code for an abort, which a cancelled task rejects with.
+ *
+ * @example
+ * ```ts
+ * function exitCodeOf(error: SpillwayError): number {
+ *   switch (error.code) {
+ *     case 'ERR_SPILLWAY_CORRUPT_CHECKPOINT':
+ *     case 'ERR_SPILLWAY_CHECKPOINT_PATH':
+ *       return 2;
+ *     default:
+ *       return 1;
+ *   }
+ * }
+ * ```
+ */
+export type SpillwayErrorCode =
+  | 'ERR_SPILLWAY'
+  | 'ERR_SPILLWAY_CORRUPT_CHECKPOINT'
+  | 'ERR_SPILLWAY_CHECKPOINT_PATH'
+  | 'ERR_SPILLWAY_CHECKPOINT_DECLINED'
+  | 'ERR_SPILLWAY_ABORTED'
+  | 'ABORT_ERR'
+  | 'ERR_SPILLWAY_REJECTED'
+  | 'ERR_SPILLWAY_MISUSE'
+  | 'ERR_SPILLWAY_REGISTRY_CLOSED'
+  | 'ERR_SPILLWAY_SPILL_TRUNCATED'
+  | 'ERR_SPILLWAY_SPILL_CORRUPT'
+  | 'ERR_SPILLWAY_CLEANUP'
+  | 'ERR_SPILLWAY_SPILL_ROOT'
+  | 'ERR_SPILLWAY_OUTPUT_DIR'
+  | 'ERR_SPILLWAY_OUTPUT_EXISTS'
+  | 'ERR_SPILLWAY_CONSUMER_ABANDONED'
+  | 'ERR_SPILLWAY_USAGE'
+  | 'ERR_SPILLWAY_INSPECTOR'
+  | 'ERR_SPILLWAY_INJECTED_FAULT';
+
+/**
+ * Base class: every Spillway error has a stable `code` and can carry the errors that came
+ * after it in `.suppressed` (G5).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await recovery.done;
+ * } catch (error) {
+ *   if (error instanceof SpillwayError) console.error(error.code, error.suppressed.length);
+ * }
+ * ```
+ */
 export class SpillwayError extends Error {
+  /** What kind of failure this is, stable across versions. */
+  readonly code: SpillwayErrorCode = 'ERR_SPILLWAY';
   /** Later failures (cleanup, consequences of an abort), in the order they happened. */
   readonly suppressed: Error[] = [];
 
@@ -16,10 +68,18 @@ export class SpillwayError extends Error {
 }
 
 /**
- * A checkpoint file is not valid SPWC v1. `offset` is the byte offset of the first bad byte
- * (or of the field that is wrong), so a user can look at it with `xxd -s`.
+ * A checkpoint file is not valid SPWC. `offset` is the byte offset of the first bad byte (or of
+ * the field that is wrong), so a user can look at it with `xxd -s`.
+ *
+ * @example
+ * ```ts
+ * const error = new CorruptCheckpointError('job.spwc', 24, 'crc32 mismatch');
+ * error.message; // 'job.spwc: corrupt checkpoint at byte 24: crc32 mismatch'
+ * ```
  */
 export class CorruptCheckpointError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CORRUPT_CHECKPOINT';
+
   constructor(
     readonly file: string,
     readonly offset: number,
@@ -30,38 +90,46 @@ export class CorruptCheckpointError extends SpillwayError {
 }
 
 /**
- * A consequence of an abort: the operation was fenced because the task was cancelled or its
- * resources were force-closed. Never reported as a task's cause (G4, G5).
+ * A checkpoint path that is not a usable input: missing, a directory, a FIFO or device, a
+ * symlink loop, a dangling link. `errno` is the system's code where there was one (`ENOENT`,
+ * `ELOOP`, …).
+ *
+ * @example
+ * ```ts
+ * const error = new CheckpointPathError('/tmp', 'is a directory, not a checkpoint file');
+ * error.message; // '/tmp: is a directory, not a checkpoint file'
+ * ```
  */
-export class AbortedError extends SpillwayError {}
+export class CheckpointPathError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CHECKPOINT_PATH';
 
-/** A mail or job was refused because its mailbox or executor is no longer open (rows G2, D1). */
-export class RejectedError extends SpillwayError {}
+  constructor(
+    readonly file: string,
+    readonly reason: string,
+    options?: { cause?: unknown; errno?: string },
+  ) {
+    super(`${file}: ${reason}`, options);
+    this.errno = options?.errno;
+  }
 
-/** An API was used against its contract (acquire after cleanup, release past zero, ...). */
-export class MisuseError extends SpillwayError {}
-
-/** Registering with a registry that is already closed: the argument was closed instead (row F5). */
-export class RegistryClosedError extends SpillwayError {}
-
-/** A spill file ended before a header or body was complete. */
-export class SpillEOFError extends SpillwayError {}
-
-/** A spill segment's body does not match its CRC-32, or its header is impossible. */
-export class SpillCorruptError extends SpillwayError {}
-
-/** A spill root that must not be used: missing, a symlink, not a directory, or unsafe. */
-export class SpillRootError extends SpillwayError {}
-
-/** One or more files or directories could not be deleted (row C1). */
-export class CleanupError extends SpillwayError {}
+  readonly errno: string | undefined;
+}
 
 /**
  * A checkpoint requested during recovery was declined: before the drainer is installed (the
  * trigger is NOT_READY), or after the spill state was closed with bytes still undelivered.
  * Declining fails that checkpoint only, never the task.
+ *
+ * @example
+ * ```ts
+ * await recovery.checkpoint(7).catch((e) => {
+ *   if (e instanceof CheckpointDeclinedError) console.log('try again once draining:', e.reason);
+ * });
+ * ```
  */
 export class CheckpointDeclinedError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CHECKPOINT_DECLINED';
+
   constructor(
     readonly checkpointId: number,
     readonly reason: string,
@@ -70,8 +138,197 @@ export class CheckpointDeclinedError extends SpillwayError {
   }
 }
 
-/** The task was cancelled (CANCEL, an AbortSignal, SIGINT or SIGTERM). */
-export class CancelledError extends SpillwayError {}
+/**
+ * A consequence of an abort: the operation was fenced because the task was cancelled or its
+ * resources were force-closed. Never reported as a task's cause (G4, G5).
+ *
+ * @example
+ * ```ts
+ * if (error instanceof AbortedError) return; // the task is ending; not news
+ * ```
+ */
+export class AbortedError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_ABORTED';
+}
+
+/**
+ * A mail or job was refused because its mailbox or executor is no longer open (rows G2, D1).
+ *
+ * @example
+ * ```ts
+ * await mailbox.execute('late', () => 1).catch((e) => e instanceof RejectedError); // true once quiesced
+ * ```
+ */
+export class RejectedError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_REJECTED';
+}
+
+/**
+ * An API was used against its contract (acquire after cleanup, release past zero, ...).
+ *
+ * @example
+ * ```ts
+ * await state.release().catch((e) => e instanceof MisuseError); // true past zero
+ * ```
+ */
+export class MisuseError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_MISUSE';
+}
+
+/**
+ * Registering with a registry that is already closed: the argument was closed instead (row F5).
+ *
+ * @example
+ * ```ts
+ * try { registry.register(c); } catch (e) { if (e instanceof RegistryClosedError) return; }
+ * ```
+ */
+export class RegistryClosedError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_REGISTRY_CLOSED';
+}
+
+/**
+ * A spill file ended before a header or body was complete.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof SpillEOFError) console.error('spill disk lost data:', error.message);
+ * ```
+ */
+export class SpillEOFError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_SPILL_TRUNCATED';
+}
+
+/**
+ * A spill segment's body does not match its CRC-32, or its header is impossible.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof SpillCorruptError) console.error('spill disk corrupted data');
+ * ```
+ */
+export class SpillCorruptError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_SPILL_CORRUPT';
+}
+
+/**
+ * One or more files or directories could not be deleted (row C1).
+ *
+ * @example
+ * ```ts
+ * if (error instanceof CleanupError) console.error('run spillway sweep later:', error.message);
+ * ```
+ */
+export class CleanupError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CLEANUP';
+}
+
+/**
+ * A spill root that must not be used: missing, a symlink, not a directory, or unsafe. `errno`
+ * is set when the file system refused (then it is the environment, not the configuration).
+ *
+ * @example
+ * ```ts
+ * await SpillRoot.open('/nonexistent').catch((e) => e instanceof SpillRootError); // true
+ * ```
+ */
+export class SpillRootError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_SPILL_ROOT';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.errno = errnoOf(options?.cause);
+  }
+
+  readonly errno: string | undefined;
+}
+
+/**
+ * An output directory that cannot be used (not a directory, a dangling link, a symlink loop).
+ *
+ * @example
+ * ```ts
+ * const error = new OutputDirError('out', 'is a file, not a directory');
+ * error.message; // 'out: is a file, not a directory'
+ * ```
+ */
+export class OutputDirError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_OUTPUT_DIR';
+
+  constructor(
+    readonly dir: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${dir}: ${reason}`, options);
+  }
+}
+
+/**
+ * The output directory already holds a channel file and overwriting was not asked for (G10).
+ *
+ * @example
+ * ```ts
+ * const error = new OutputExistsError('out', 'gate-0-channel-0.bin');
+ * error.message; // 'out: gate-0-channel-0.bin already exists (pass --overwrite to replace it)'
+ * ```
+ */
+export class OutputExistsError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_OUTPUT_EXISTS';
+
+  constructor(
+    readonly dir: string,
+    readonly file: string,
+  ) {
+    super(`${dir}: ${file} already exists (pass --overwrite to replace it)`);
+  }
+}
+
+/**
+ * A channel consumer had not returned when the task's ending allowed it to (G11): it was
+ * abandoned — its late result is ignored and it is never delivered to again.
+ *
+ * @example
+ * ```ts
+ * const abandoned = suppressedOf(error).filter((e) => e instanceof ConsumerAbandonedError);
+ * ```
+ */
+export class ConsumerAbandonedError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CONSUMER_ABANDONED';
+}
+
+/**
+ * The task was cancelled (`cancel()`, an aborted `signal`, a terminating signal in the CLI).
+ * Shaped like Node's own abort errors — `name` `'AbortError'`, `code` `'ABORT_ERR'` — and its
+ * `cause` is the very reason given (`signal.reason`, or the argument of `cancel(reason)`).
+ *
+ * @example
+ * ```ts
+ * controller.abort(new Error('shutdown'));
+ * await recovery.done.catch((e) => e.cause.message); // 'shutdown'
+ * ```
+ */
+export class CancelledError extends SpillwayError {
+  override readonly code = 'ABORT_ERR';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AbortError';
+  }
+}
+
+/**
+ * The errno code of a system error (`ENOSPC`, `EIO`, …), if it has one.
+ *
+ * @example
+ * ```ts
+ * errnoOf(Object.assign(new Error('x'), { code: 'EIO' })); // 'EIO'
+ * ```
+ */
+export function errnoOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) ? code : undefined;
+}
 
 /** Wraps a non-Error throwable so it can carry `.suppressed`. */
 export function toError(value: unknown): Error {
@@ -102,6 +359,7 @@ export function suppressedOf(error: unknown): Error[] {
  */
 export function isAbortConsequence(error: unknown): boolean {
   if (error instanceof AbortedError || error instanceof RejectedError) return true;
+  if (error instanceof CancelledError) return false;
   const code = (error as { code?: unknown } | undefined)?.code;
   return code === 'ENOENT' || (error as Error | undefined)?.name === 'AbortError';
 }

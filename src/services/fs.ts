@@ -178,8 +178,13 @@ export class SeamFile {
   }
 
   async size(): Promise<number> {
+    return (await this.stat()).size;
+  }
+
+  /** `fstat` of the open descriptor: what was opened, whatever the path names now. */
+  async stat(): Promise<fs.Stats> {
     await gate('stat', this.path);
-    return (await this.handle.stat()).size;
+    return this.handle.stat();
   }
 
   /**
@@ -207,8 +212,11 @@ export const fsSeam = {
     await fsp.mkdir(path, { mode: options.mode ?? 0o700, recursive: options.recursive ?? false });
   },
 
-  /** Opens a file. `flags` as in fs.open ('wx' = create exclusively, 'r' = read). */
-  async open(path: string, flags: string, mode = 0o600): Promise<SeamFile> {
+  /**
+   * Opens a file. `flags` as in fs.open: a string ('wx' = create exclusively, 'r' = read) or
+   * the `fs.constants` bits (`O_NOFOLLOW`, `O_NONBLOCK`, …) where a string cannot say it.
+   */
+  async open(path: string, flags: string | number, mode = 0o600): Promise<SeamFile> {
     await gate('open', path);
     return new SeamFile(path, await fsp.open(path, flags, mode));
   },

@@ -23,7 +23,7 @@ import { sanitize } from '../../inspector/sanitize.ts';
 import { recoverChannelState } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
-import { channelKey } from '../../src/services/channel.ts';
+import { channelId, channelKey } from '../../src/services/channel.ts';
 import { Drainer } from '../../src/services/spill/drainer.ts';
 import { addSuppressed } from '../../src/services/errors.ts';
 import { makeTempRoot, spawnCli, spawnTracked, spillLeftovers, waitFor } from '../e2e/harness.ts';
@@ -340,7 +340,7 @@ describe('sanitizing', () => {
       state,
       new Map([
         [
-          channelKey({ gate: 0, channel: 0 }),
+          channelId({ gate: 0, channel: 0 }),
           { onBuffer: () => undefined, onFinished: () => undefined },
         ],
       ]),

@@ -117,7 +117,7 @@ describe('first cause wins (G5)', () => {
     const error = await settle(w.recovery.done);
     expect(error).toBe(first);
     expectRealCause(error);
-    expect(suppressedOf(error).map(codeOf)).toEqual([undefined]); // the CleanupError, once
+    expect(suppressedOf(error).map(codeOf)).toEqual(['ERR_SPILLWAY_CLEANUP']); // the CleanupError, once
     expect(codeOf(suppressedOf(error)[0]!.cause)).toBe('EIO');
     await expectNoLeak(fx, w.taskDir());
   });

@@ -17,7 +17,12 @@ import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { readCheckpoint, type CheckpointSummary } from '../../src/services/checkpoint/reader.ts';
-import { CorruptCheckpointError, MisuseError, suppressedOf } from '../../src/services/errors.ts';
+import {
+  CheckpointPathError,
+  CorruptCheckpointError,
+  MisuseError,
+  suppressedOf,
+} from '../../src/services/errors.ts';
 import { fsOpCounts, injectFault, resetFsSeam } from '../../src/services/fs.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
@@ -454,10 +459,19 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     expectClosedEverything();
   });
 
-  it('an open fault propagates and nothing is left open', async () => {
+  it('a path that cannot be opened is a CheckpointPathError carrying the errno, and nothing is left open', async () => {
     injectFault({ op: 'open', code: 'ENOENT' });
     const error = await collect(join(VECTORS, 'tiny.spwc')).catch((e: unknown) => e);
-    expect((error as NodeJS.ErrnoException).code).toBe('ENOENT');
+    expect(error).toBeInstanceOf(CheckpointPathError);
+    expect((error as CheckpointPathError).errno).toBe('ENOENT');
+    expect(((error as Error).cause as NodeJS.ErrnoException).code).toBe('ENOENT');
+    expect(fsOpCounts().close).toBe(0);
+  });
+
+  it('an I/O failure opening the checkpoint propagates as it is (the environment, not the input)', async () => {
+    injectFault({ op: 'open', code: 'EIO' });
+    const error = await collect(join(VECTORS, 'tiny.spwc')).catch((e: unknown) => e);
+    expect((error as NodeJS.ErrnoException).code).toBe('EIO');
     expect(fsOpCounts().close).toBe(0);
   });
 

@@ -13,7 +13,7 @@ import {
 } from '../../src/services/errors.ts';
 import { SerialExecutor } from '../../src/services/executor.ts';
 import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
-import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
+import { channelId, channelKey, type ChannelInfo } from '../../src/services/channel.ts';
 import { fsOpCounts, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
 import type { SpillReader } from '../../src/services/spill/spill-reader.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
@@ -81,14 +81,14 @@ function recorder(
   const buffers = new Map<string, Buffer[]>();
   const barriers = new Map<string, number[]>();
   const finished = new Map<string, number>();
-  const consumers = new Map<string, ChannelConsumer>();
+  const consumers = new Map<number, ChannelConsumer>();
   for (const info of channels) {
     const key = channelKey(info);
     buffers.set(key, []);
     barriers.set(key, []);
     finished.set(key, 0);
     const own = behave[key] ?? {};
-    consumers.set(key, {
+    consumers.set(channelId(info), {
       onBuffer(b) {
         buffers.get(key)!.push(b);
         note(`buf ${key} ${b.length}`);
@@ -651,9 +651,9 @@ async function interleave(
   const deliveredLen = channels.map(() => 0);
   const finished = channels.map(() => 0);
   const barrierAt = channels.map(() => new Map<number, number>());
-  const consumers = new Map<string, ChannelConsumer>(
+  const consumers = new Map<number, ChannelConsumer>(
     channels.map((info, c) => [
-      channelKey(info),
+      channelId(info),
       {
         borrows,
         onBuffer(b) {
@@ -790,7 +790,7 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
   function borrowers(channels: readonly ChannelInfo[], keeper?: ChannelInfo) {
     const copies = new Map<string, Buffer[]>();
     const memory = new Set<ArrayBufferLike>();
-    const consumers = new Map<string, ChannelConsumer>();
+    const consumers = new Map<number, ChannelConsumer>();
     for (const info of channels) {
       const key = channelKey(info);
       copies.set(key, []);
@@ -802,7 +802,7 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
         onFinished() {},
       };
       const borrows = keeper === undefined || channelKey(keeper) !== key;
-      consumers.set(key, borrows ? { ...consumer, borrows: true } : consumer);
+      consumers.set(channelId(info), borrows ? { ...consumer, borrows: true } : consumer);
     }
     const bytesOf = (info: ChannelInfo) => Buffer.concat(copies.get(channelKey(info))!);
     return { consumers, memory, bytesOf };
@@ -920,7 +920,7 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
     let drainer: Drainer | undefined;
     let remainderReader: SpillReader | undefined;
     let n = 0;
-    const consumers = new Map<string, ChannelConsumer>(
+    const consumers = new Map<number, ChannelConsumer>(
       [C0, C1].map((info) => {
         const key = channelKey(info);
         const consumer: ChannelConsumer = {
@@ -932,7 +932,7 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
           onFinished() {},
           onBarrier: () => void atBarrier.set(key, copies.get(key)!.length),
         };
-        return [key, consumer];
+        return [channelId(info), consumer];
       }),
     );
     drainer = new Drainer(state, consumers, { bufferBytes: 20, readChunkBytes: 64 });
@@ -1008,7 +1008,7 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
     };
     const reads = countReads();
     // Chunks of 64 bytes, buffers of 64: every delivery after the first needs a new fill.
-    const drainer = new Drainer(state, new Map([[channelKey(C0), consumer]]), {
+    const drainer = new Drainer(state, new Map([[channelId(C0), consumer]]), {
       bufferBytes: 64,
       readChunkBytes: 64,
     });

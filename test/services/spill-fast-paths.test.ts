@@ -14,7 +14,7 @@ import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 import { Drainer } from '../../src/services/spill/drainer.ts';
 import { type ChannelConsumer } from '../../src/services/channel.ts';
 import { SpillCorruptError } from '../../src/services/errors.ts';
-import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
+import { channelId, channelKey, type ChannelInfo } from '../../src/services/channel.ts';
 import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
 import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
@@ -37,11 +37,14 @@ async function spillBytes(files: readonly string[]): Promise<Buffer> {
 /** Collects every delivered buffer per channel; never returns a promise. */
 function collector(channels: readonly ChannelInfo[]) {
   const got = new Map<string, Buffer[]>();
-  const consumers = new Map<string, ChannelConsumer>();
+  const consumers = new Map<number, ChannelConsumer>();
   for (const info of channels) {
     const key = channelKey(info);
     got.set(key, []);
-    consumers.set(key, { onBuffer: (b) => void got.get(key)!.push(b), onFinished: () => {} });
+    consumers.set(channelId(info), {
+      onBuffer: (b) => void got.get(key)!.push(b),
+      onFinished: () => {},
+    });
   }
   return { got, consumers };
 }

@@ -477,7 +477,8 @@ describe('SpillReader integrity, laziness and fencing (ours)', () => {
     expect(await exists(taskDir)).toBe(false);
     const error = await reading;
     expect(error).toBeInstanceOf(AbortedError);
-    expect((error as NodeJS.ErrnoException).code).toBeUndefined();
+    // The abort's own code, not the raw errno of the descriptor closed under the read.
+    expect((error as NodeJS.ErrnoException).code).toBe('ERR_SPILLWAY_ABORTED');
     await expect(reader.nextSegment()).rejects.toBeInstanceOf(AbortedError);
     await reader.close();
   });

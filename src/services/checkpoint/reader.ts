@@ -5,7 +5,7 @@
  */
 import { crc32, crc32Combine } from '../crc32.ts';
 import { AbortedError, CorruptCheckpointError, addSuppressed } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
+import { openCheckpointFile } from './source.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,
@@ -89,7 +89,9 @@ type ReadState = 'fileHeader' | 'entryHeader' | 'payload';
  *
  * Errors: any malformed input is a `CorruptCheckpointError(path, offset, reason)` whose offset
  * is the bad field (or where the data ran out); a CRC mismatch is detected after that entry's
- * payload was delivered. Seam errors (EIO, ...) and visitor errors propagate unchanged; an
+ * payload was delivered. a path that is not a usable file is a `CheckpointPathError`
+ * (opening never blocks: a FIFO without a writer fails at once); seam errors (EIO, ...) and
+ * visitor errors propagate unchanged; an
  * abort rejects with `signal.reason`.
  *
  * @example
@@ -122,7 +124,7 @@ export async function readCheckpoint(
   const corrupt = (offset: number, reason: string): CorruptCheckpointError =>
     new CorruptCheckpointError(path, offset, reason);
 
-  const file = await fsSeam.open(path, 'r');
+  const file = await openCheckpointFile(path);
   let primary: unknown;
   try {
     // One buffer for the whole file: the visitor only borrows slices of it.

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { addSuppressed, CleanupError, MisuseError, SpillRootError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
+import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 import { currentOwner, ownIdentity, ownerDirName } from './identity.ts';
 import { holdOwnerDir, releaseOwnerDir } from './liveness.ts';
 import { defaultLog, rand8, sweepSpillwayDir, type SweepReport } from './sweep.ts';
@@ -31,26 +32,6 @@ export function resolveSpillRoot(explicit?: string): string {
   const env = process.env.SPILLWAY_SPILL_ROOT;
   if (env !== undefined && env !== '') return resolve(env);
   return resolve(tmpdir());
-}
-
-/** Owner dirs to remove when the process exits; an entry leaves only once it is really gone. */
-const exitDirs = new Set<string>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // 'exit' fires on every normal ending, process.exit() from a signal handler included; nothing
-  // async can run there, hence the sync removal. SIGINT/SIGTERM handlers belong to the CLI.
-  process.on('exit', () => {
-    for (const dir of exitDirs) {
-      try {
-        fsSeam.rmSync(dir);
-      } catch {
-        // Nothing to report to at exit; the next start's sweep removes what is left.
-      }
-    }
-  });
 }
 
 interface CacheEntry {
@@ -161,8 +142,7 @@ export class SpillRoot {
     }
     byOwnerDir.set(this.ownerDir, this);
     holdOwnerDir(this.ownerDir);
-    exitDirs.add(this.ownerDir);
-    installExitHook();
+    removeAtExit(this.ownerDir);
     try {
       await this.#createOwnerDir();
     } catch (e) {
@@ -174,7 +154,7 @@ export class SpillRoot {
             });
       try {
         await fsSeam.rm(this.ownerDir);
-        exitDirs.delete(this.ownerDir);
+        releaseAtExit(this.ownerDir);
       } catch (cleanup) {
         addSuppressed(error, cleanup);
       }
@@ -250,7 +230,7 @@ export class SpillRoot {
           cause: e,
         });
       }
-      exitDirs.delete(this.ownerDir);
+      releaseAtExit(this.ownerDir);
       releaseOwnerDir(this.ownerDir);
       if (byOwnerDir.get(this.ownerDir) === this) byOwnerDir.delete(this.ownerDir);
     })();

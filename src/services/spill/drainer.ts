@@ -3,10 +3,10 @@
  * taken during recovery exactly between delivered bytes and the remainder. Flink's
  * `FetchedChannelStateDrainer` (docs §3.4, §5).
  */
-import { AbortedError, MisuseError } from '../errors.ts';
-import { channelKey, type ChannelConsumer } from '../channel.ts';
+import { AbortedError, ConsumerAbandonedError, MisuseError } from '../errors.ts';
+import { channelId, channelKey, type ChannelConsumer } from '../channel.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
-import { DEFAULT_BUFFER_BYTES } from './limits.ts';
+import { DEFAULT_ABANDON_AFTER_MS, DEFAULT_BUFFER_BYTES } from './limits.ts';
 import { SpillReader } from './spill-reader.ts';
 
 export type DrainerPhase = 'ready' | 'draining' | 'drained' | 'fully-consumed';
@@ -34,36 +34,49 @@ export interface DrainReport {
  */
 export class Drainer {
   private readonly reader: SpillReader;
-  private readonly consumers = new Map<string, ChannelConsumer>();
-  private readonly inRecovery = new Set<string>();
+  /**
+   * The consumer of each channel still in recovery, by {@link channelId}: a number per
+   * channel, not a string, and a channel's entry goes as soon as it is finished (G8).
+   */
+  private readonly consumers = new Map<number, ChannelConsumer>();
+  /** Channels finished so far: those of `state.channels` from here on are still in recovery. */
+  private finished = 0;
   private readonly bufferBytes: number;
+  private readonly abandonAfterMs: number;
   private phaseNow: DrainerPhase = 'ready';
   private closing: Promise<void> | undefined;
   private readonly abort = new AbortController();
+  /** How a consumer call the drain is waiting on is abandoned (G11), while there is one. */
+  private abandonPending: ((error: Error) => void) | undefined;
+  private abandonTimer: NodeJS.Timeout | undefined;
 
   /**
-   * @param consumers one consumer per channel of `state.channels` (a missing one is an error
-   *   now, not mid-drain)
+   * @param consumers one consumer per channel of `state.channels`, keyed by
+   *   {@link channelId} (a missing one is an error now, not mid-drain)
+   * @param options.abandonAfterMs after {@link stop}, how long a consumer call that has not
+   *   returned is waited for before it is abandoned; default 3000
    */
   constructor(
     readonly state: FetchedChannelState,
-    consumers: ReadonlyMap<string, ChannelConsumer>,
-    options: { bufferBytes?: number; readChunkBytes?: number } = {},
+    consumers: ReadonlyMap<number, ChannelConsumer>,
+    options: { bufferBytes?: number; readChunkBytes?: number; abandonAfterMs?: number } = {},
   ) {
     this.bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES;
     if (this.bufferBytes < 1) throw new RangeError('bufferBytes must be ≥ 1');
+    this.abandonAfterMs = options.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS;
+    let allBorrow = true;
     for (const info of state.channels) {
-      const key = channelKey(info);
-      const consumer = consumers.get(key);
-      if (consumer === undefined) throw new MisuseError(`no consumer for input channel ${key}`);
-      this.consumers.set(key, consumer);
-      this.inRecovery.add(key);
+      const consumer = consumers.get(channelId(info));
+      if (consumer === undefined) {
+        throw new MisuseError(`no consumer for input channel ${channelKey(info)}`);
+      }
+      this.consumers.set(channelId(info), consumer);
+      if (consumer.borrows !== true) allBorrow = false;
     }
     // Reuse is safe only if nobody keeps a slice: drain() awaits a returned promise before it
     // reads again, so a borrowing consumer is done with the last fill by then. Snapshot readers
     // (the checkpoint remainder) never reuse: the remainder writer keeps slices across awaits.
-    const reuseBuffers = [...this.consumers.values()].every((c) => c.borrows === true);
-    this.reader = SpillReader.open(state, options.readChunkBytes, { reuseBuffers });
+    this.reader = SpillReader.open(state, options.readChunkBytes, { reuseBuffers: allBorrow });
   }
 
   /** True when every consumer borrows, so the main reader reuses its read buffer. */
@@ -90,10 +103,9 @@ export class Drainer {
       const segment = await this.reader.nextSegment();
       if (segment === null) break;
       report.segments++;
-      const key = channelKey(segment);
-      const consumer = this.consumers.get(key);
+      const consumer = this.consumers.get(channelId(segment));
       if (consumer === undefined) {
-        throw new MisuseError(`spill segment for unknown input channel ${key}`);
+        throw new MisuseError(`spill segment for unknown input channel ${channelKey(segment)}`);
       }
       while (segment.remaining > 0) {
         if (signal.aborted) throw new AbortedError('drain stopped');
@@ -102,7 +114,7 @@ export class Drainer {
         let chunk = segment.readBuffered(want);
         if (chunk === undefined) chunk = await segment.read(want);
         if (chunk === null) break;
-        // Critical section (docs §5 rule 1): commit and hand over with no await between, so a
+        // Critical section (docs/flink.md §5 rule 1): commit and hand over with no await between, so a
         // snapshot sees the buffer either delivered and committed, or neither. Commit first:
         // the consumer owns the buffer from the call on (even if it throws), and a checkpoint
         // it triggers from inside onBuffer must not put this buffer in the remainder too.
@@ -111,19 +123,70 @@ export class Drainer {
         report.bytes += chunk.length;
         report.buffers++;
         // Await only real backpressure: a sync consumer costs no microtask per buffer.
-        if (isPromiseLike(pending)) await pending;
+        if (isPromiseLike(pending)) await this.waitFor(pending, segment, 'onBuffer');
       }
     }
     // DRAINED before any channel is finished, so a concurrent snapshot never derives from a
-    // reader that is about to be closed (docs §5 rule 4).
+    // reader that is about to be closed (docs/flink.md §5 rule 3).
     this.phaseNow = 'drained';
-    for (const [key, consumer] of this.consumers) {
-      this.inRecovery.delete(key);
-      await consumer.onFinished();
+    const channels = this.state.channels;
+    while (this.finished < channels.length) {
+      if (signal.aborted) throw new AbortedError('drain stopped');
+      const info = channels[this.finished]!;
+      const consumer = this.consumers.get(channelId(info))!;
+      // Out of recovery (no barrier any more) before its end is announced; forgotten after.
+      this.finished++;
+      const pending = consumer.onFinished();
+      if (isPromiseLike(pending)) await this.waitFor(pending, info, 'onFinished');
+      this.consumers.delete(channelId(info));
       report.channels++;
     }
     this.phaseNow = 'fully-consumed';
     return report;
+  }
+
+  /**
+   * Waits for a consumer's promise. After {@link stop} the wait is bounded (G11): a consumer
+   * that has not returned `abandonAfterMs` later is abandoned — the drain rejects with
+   * {@link ConsumerAbandonedError}, the promise's late outcome is ignored, and the consumer is
+   * never called again.
+   */
+  private waitFor(
+    pending: PromiseLike<unknown>,
+    info: { gate: number; channel: number },
+    what: 'onBuffer' | 'onFinished',
+  ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const settle = (done: () => void) => {
+        if (settled) return;
+        settled = true;
+        if (this.abandonPending === abandon) this.abandonPending = undefined;
+        done();
+      };
+      const abandon = (error: Error) => settle(() => reject(error));
+      this.abandonPending = abandon;
+      pending.then(
+        (value) => settle(() => resolve(value)),
+        (error: unknown) => settle(() => reject(error)),
+      );
+      if (this.abort.signal.aborted) this.armAbandon(info, what);
+    });
+  }
+
+  /** Starts the abandonment clock for the call being waited on (once). */
+  private armAbandon(info: { gate: number; channel: number }, what: string): void {
+    if (this.abandonTimer !== undefined || this.abandonPending === undefined) return;
+    this.abandonTimer = setTimeout(() => {
+      this.abandonPending?.(
+        new ConsumerAbandonedError(
+          `${what} of input channel ${channelKey(info)} had not returned ${this.abandonAfterMs} ms ` +
+            'after the task began to end; abandoned (its late result is ignored)',
+        ),
+      );
+    }, this.abandonAfterMs);
+    // A consumer that never returns must not keep the process alive either.
+    this.abandonTimer.unref();
   }
 
   /**
@@ -148,7 +211,10 @@ export class Drainer {
     // task, say) must not find the reader closed under a checkpoint half taken.
     const snapshot = drained ? undefined : this.reader.snapshot();
     try {
-      for (const key of this.inRecovery) this.consumers.get(key)!.onBarrier?.(checkpointId);
+      const channels = this.state.channels;
+      for (let k = this.finished; k < channels.length; k++) {
+        this.consumers.get(channelId(channels[k]!))?.onBarrier?.(checkpointId);
+      }
     } catch (error) {
       void snapshot?.close().catch(() => undefined);
       throw error;
@@ -156,9 +222,15 @@ export class Drainer {
     return snapshot?.reader() ?? SpillReader.empty();
   }
 
-  /** Makes a running drain stop at its next buffer with `AbortedError`. */
+  /**
+   * Makes a running drain stop at its next buffer with `AbortedError`; a consumer call it is
+   * waiting on is abandoned if it has not returned `abandonAfterMs` later.
+   */
   stop(): void {
     this.abort.abort();
+    // Labelled with the channel being waited on, if the wait knows it; "a channel" otherwise.
+    if (this.abandonPending !== undefined)
+      this.armAbandon({ gate: -1, channel: -1 }, 'a consumer call');
   }
 
   /** Stops the drain and closes the main reader (releasing its grant). Idempotent. */

@@ -21,5 +21,10 @@ export const DEFAULT_MAX_SEGMENT_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_SPILL_FILE_BYTES = 64 * 1024 * 1024;
 /** Bytes per buffer handed to a channel consumer by default. */
 export const DEFAULT_BUFFER_BYTES = 32 * 1024;
+/**
+ * After a task begins to end, how long a consumer call that has not returned is waited for
+ * before it is abandoned (G11).
+ */
+export const DEFAULT_ABANDON_AFTER_MS = 3000;
 /** Bytes per read of checkpoint and spill files by default: ~10× faster than 32 KiB here. */
 export const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { crc32, crc32Combine, crc32Suffix } from '../crc32.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
 import { AbortedError, ErrorCollector, addSuppressed } from '../errors.ts';
-import type { ChannelInfo } from '../channel.ts';
+import { channelId, type ChannelInfo } from '../channel.ts';
 import { FetchedChannelState } from './fetched-state.ts';
 import { DEFAULT_MAX_SEGMENT_BYTES, DEFAULT_MAX_SPILL_FILE_BYTES } from './limits.ts';
 import { SEGMENT_HEADER_BYTES, spillFileName, writeSegmentHeader } from './segment-format.ts';
@@ -142,10 +142,10 @@ export class SpillWriter {
    * exists and must still be finished by the drainer.
    */
   noteChannel(info: ChannelInfo): void {
-    const key = info.gate * 65536 + info.channel;
-    if (this.seenChannels.has(key)) return;
-    this.seenChannels.add(key);
-    this.channels.push({ gate: info.gate, channel: info.channel });
+    const id = channelId(info);
+    if (this.seenChannels.has(id)) return;
+    this.seenChannels.add(id);
+    this.channels.push(Object.freeze({ gate: info.gate, channel: info.channel }));
   }
 
   /**
@@ -208,7 +208,8 @@ export class SpillWriter {
       this.dirCreated ? this.taskDir : undefined,
       this.channels,
     );
-    state.acquire(); // the hand-off grant (docs §3.2)
+    state.acquire(); // the hand-off grant (docs/flink.md §3.2)
+    this.seenChannels.clear(); // only needed while channels can still be noted
     return state;
   }
 

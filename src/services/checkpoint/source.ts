@@ -1,0 +1,97 @@
+/**
+ * Where a checkpoint's bytes come from: a local file, opened so that opening can never block
+ * (G11) and checked to be a regular file through the descriptor it will be read from. A path
+ * that is not a usable input is a {@link CheckpointPathError} (bad input), never a raw errno
+ * from deep inside the reader.
+ */
+import { constants } from 'node:fs';
+import { CheckpointPathError, errnoOf } from '../errors.ts';
+import { fsSeam, type SeamFile } from '../fs.ts';
+
+/**
+ * Errnos of `open` that say "this path is not a checkpoint", not "the machine is failing".
+ * EACCES is not among them: a file that exists but may not be read is the environment's
+ * refusal, reported with its errno (exit 1), as the file system said it.
+ */
+const NOT_USABLE: Record<string, string> = {
+  ENOENT: 'no such checkpoint file',
+  ENOTDIR: 'no such checkpoint file (a part of the path is not a directory)',
+  ELOOP: 'a symlink loop, not a checkpoint file',
+  ENXIO: 'a socket or an unconnected device, not a checkpoint file',
+  EISDIR: 'a directory, not a checkpoint file',
+};
+
+function kindOf(st: {
+  isDirectory(): boolean;
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSocket(): boolean;
+}): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * Opens `path` for reading without blocking — `O_NONBLOCK`, so a FIFO with no writer opens at
+ * once instead of holding a thread forever — then checks through the descriptor that it is a
+ * regular file. The caller owns the returned file and must close it.
+ *
+ * @throws {@link CheckpointPathError} for a missing path, a dangling link, a symlink loop, a
+ *   directory, a FIFO, a device or a socket; other errors (EIO, EMFILE) propagate as they are.
+ * @example
+ * ```ts
+ * const file = await openCheckpointFile('job.spwc');
+ * try { console.log(await file.size()); } finally { await file.close(); }
+ * ```
+ */
+export async function openCheckpointFile(path: string): Promise<SeamFile> {
+  let file: SeamFile;
+  try {
+    file = await fsSeam.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    const errno = errnoOf(error);
+    const reason = errno === undefined ? undefined : NOT_USABLE[errno];
+    if (reason === undefined) throw error;
+    const dangling =
+      errno === 'ENOENT' &&
+      (await fsSeam.lstat(path).then(
+        (st) => st.isSymbolicLink(),
+        () => false,
+      ));
+    throw new CheckpointPathError(
+      path,
+      dangling ? 'a dangling symlink, not a checkpoint file' : reason,
+      {
+        cause: error,
+        errno,
+      },
+    );
+  }
+  try {
+    const st = await file.stat();
+    if (!st.isFile()) {
+      throw new CheckpointPathError(path, `is ${kindOf(st)}, not a checkpoint file`);
+    }
+    return file;
+  } catch (error) {
+    await file.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Checks that `path` is a usable checkpoint file (opens and closes it), so a command can
+ * refuse bad input before it creates anything.
+ *
+ * @example
+ * ```ts
+ * await checkCheckpointFile(argv[0]); // CheckpointPathError → exit 2
+ * ```
+ */
+export async function checkCheckpointFile(path: string): Promise<void> {
+  await (await openCheckpointFile(path)).close();
+}
