@@ -9,7 +9,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { InspectionEvent } from 'xstate';
@@ -55,12 +55,43 @@ const REPLAY_CHUNK = 2_000;
 const MAX_BATCH = 2_000;
 
 const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'page');
-const PAGE_FILES: Record<string, { file: string; type: string }> = {
-  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/index.html': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
-  '/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
+/**
+ * What the page dir may serve, by extension. The page is native ES modules loaded by the
+ * browser from here (no build step), so every module must be served as JavaScript: a module
+ * script with another type is refused by the browser (and `nosniff` forbids guessing).
+ */
+const PAGE_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
 };
+/** A plain file name: no separator, no leading dot, so no request can leave the page dir. */
+const PAGE_NAME = /^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$/i;
+
+interface PageFile {
+  type: string;
+  body: Buffer;
+}
+
+/**
+ * The page, read once at start: URL path → file, for the regular files of the page dir with a
+ * known extension. Requests are looked up in this map and nothing else touches the disk, so a
+ * path with `..`, an encoded slash or a symlink out of the dir is simply not found.
+ */
+async function loadPage(): Promise<Map<string, PageFile>> {
+  const files = new Map<string, PageFile>();
+  for (const name of (await fsSeam.readdir(PAGE_DIR)).sort()) {
+    const type = PAGE_TYPES[extname(name)];
+    if (type === undefined || !PAGE_NAME.test(name)) continue;
+    const path = join(PAGE_DIR, name);
+    if (!(await fsSeam.lstat(path)).isFile()) continue;
+    files.set(`/${name}`, { type, body: await fsSeam.readFile(path) });
+  }
+  const index = files.get('/index.html');
+  if (index === undefined) throw new InspectorServerError(`no index.html in ${PAGE_DIR}`);
+  files.set('/', index);
+  return files;
+}
 
 /**
  * Starts the inspector on 127.0.0.1 and resolves once it listens.
@@ -77,10 +108,7 @@ const PAGE_FILES: Record<string, { file: string; type: string }> = {
 export async function startInspectorServer(
   options: InspectorServerOptions = {},
 ): Promise<InspectorServer> {
-  const assets = new Map<string, Buffer>();
-  for (const { file } of Object.values(PAGE_FILES)) {
-    if (!assets.has(file)) assets.set(file, await fsSeam.readFile(join(PAGE_DIR, file)));
-  }
+  const pageFiles = await loadPage();
 
   const serverId = randomBytes(6).toString('hex');
   const startedAt = Date.now();
@@ -173,8 +201,8 @@ export async function startInspectorServer(
       return void respond(res, 405, 'text/plain', 'method not allowed\n');
     }
     const path = (req.url ?? '/').split('?')[0]!;
-    const page = PAGE_FILES[path];
-    if (page !== undefined) return void respond(res, 200, page.type, assets.get(page.file)!);
+    const page = pageFiles.get(path);
+    if (page !== undefined) return void respond(res, 200, page.type, page.body);
     if (path === '/history.json') {
       const body = JSON.stringify({ startedAt, dropped, defs, records: history, metrics });
       return void respond(res, 200, 'application/json', body);

@@ -5,9 +5,9 @@
  */
 import { request } from 'node:http';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { createServer } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
@@ -122,6 +122,37 @@ describe('serving the page', () => {
     }
     expect((await get(server.port, '/stately')).status).toBe(404);
     expect((await get(server.port, '/nope')).status).toBe(404);
+  });
+
+  test('serves every file of the page dir with its type, and nothing outside it', async () => {
+    const server = await start();
+    const pageDir = join(import.meta.dirname, '..', '..', 'inspector', 'page');
+    const types: Record<string, string> = {
+      '.html': 'text/html; charset=utf-8',
+      '.js': 'text/javascript; charset=utf-8',
+      '.css': 'text/css; charset=utf-8',
+    };
+    const names = (await readdir(pageDir)).filter((n) => extname(n) in types);
+    expect(names).toEqual(expect.arrayContaining(['index.html', 'app.js', 'style.css']));
+    for (const name of names) {
+      const res = await get(server.port, `/${name}`);
+      expect(res.status, name).toBe(200);
+      expect(res.headers['content-type'], name).toBe(types[extname(name)]);
+      expect(res.body, name).toBe(await readFile(join(pageDir, name), 'utf8'));
+    }
+    // Only what is in the allowlist: no way up, encoded or not, and no source of the relay.
+    for (const path of [
+      '/../server.ts',
+      '/..%2fserver.ts',
+      '/%2e%2e/server.ts',
+      '/page/app.js',
+      '//etc/passwd',
+      '/.hidden.js',
+      '/server.ts',
+      '/protocol.ts',
+    ]) {
+      expect((await get(server.port, path)).status, path).toBe(404);
+    }
   });
 
   test('listens on 127.0.0.1 only: another address of this host is refused', async () => {
