@@ -36,6 +36,11 @@ export interface TransitionDef {
   /** State node ids; empty for a targetless (self) transition. */
   targets: string[];
   guard?: string;
+  /**
+   * What the transition runs, in order: named actions by name (`handOffFetchedState`), inline
+   * action creators by their XState type (`xstate.assign`, `xstate.enqueueActions`), other inline
+   * functions as `inline` (see definitions.ts).
+   */
   actions: string[];
   description?: string;
 }

@@ -10,7 +10,7 @@ import { shortEvent } from './events.js';
 import { errText } from './format.js';
 import { S } from './model.js';
 import { C, stateColor } from './palette.js';
-import { arrowHtml, chipKey, handledHereChip, transitionChip } from './transitions.js';
+import { actionsHtml, arrowHtml, chipKey, handledHereChip, transitionChip } from './transitions.js';
 
 /**
  * What drawing one machine needs to know besides its definition.
@@ -108,6 +108,8 @@ function renderState(node, env) {
 
   /** @type {string[]} */
   const notes = [];
+  /** @type {string[]} */
+  let hoisted = [];
   let body = '';
   if (!isLeaf) {
     const finals = env.isRoot ? node.states.filter((c) => c.type === 'final') : [];
@@ -119,7 +121,7 @@ function renderState(node, env) {
       for (const t of links) env.covered.add(t);
       return arrowHtml(links);
     });
-    notes.push(...hoistShared(flow, env));
+    hoisted = hoistShared(flow, env);
     /** @type {string[]} */
     const parts = [];
     flow.forEach((c, k) => {
@@ -142,11 +144,22 @@ function renderState(node, env) {
     seen.add(chipKey(t));
     notes.push(transitionChip(t));
   }
-  if (node.exit.length) {
-    notes.push(
-      `<span class="tchip exit" title="exit actions">exit: ${esc(node.exit.join(', '))}</span>`,
+  const entryExit = [];
+  if (node.entry.length) {
+    entryExit.push(
+      `<span class="tchip entry" title="entry actions">entry: ${actionsHtml(node.entry)}</span>`,
     );
   }
+  if (node.exit.length) {
+    entryExit.push(
+      `<span class="tchip exit" title="exit actions">exit: ${actionsHtml(node.exit)}</span>`,
+    );
+  }
+  // A compound state has room beside its name: its own chips (the transitions its children
+  // share, entry and exit) go in its head, which keeps the chart short enough to show the
+  // strips. A leaf state is small: they are listed below its name.
+  if (isLeaf) notes.push(...entryExit);
+  else heads.push(...hoisted, ...entryExit);
   const selfTransitions = own.filter((t) => t.targets.length === 0);
   if (selfTransitions.length) notes.push(handledHereChip(selfTransitions));
   const notesHtml = notes.length ? `<div class="st-notes">${notes.join('')}</div>` : '';
@@ -188,14 +201,16 @@ function invokeChips(node, env) {
 }
 
 /**
- * A transition every child of a flow shares (each stage's `error → failed`) is shown once, on the parent, as `from any`; it is marked covered for the children.
+ * A transition every child of a flow shares (each stage's `error → failed`, with the same
+ * actions) is shown once, on the parent, as `from any`; it is marked covered for the children.
  *
  * @param {StateDef[]} flow
  * @param {DrawEnv} env
  */
 function hoistShared(flow, env) {
   if (flow.length < 2) return [];
-  const keyOf = (/** @type {TransitionDef} */ t) => `${shortEvent(t.event)}→${t.targets.join(',')}`;
+  const keyOf = (/** @type {TransitionDef} */ t) =>
+    `${shortEvent(t.event)}→${t.targets.join(',')}/${t.actions.join(',')}`;
   /** @type {Map<string, { t: TransitionDef; hits: Set<number> }>} */
   const shared = new Map();
   flow.forEach((c, k) => {
@@ -215,7 +230,8 @@ function hoistShared(flow, env) {
       for (const u of c.transitions) if (keyOf(u) === keyOf(t)) env.covered.add(u);
     }
     const from = flow.map((c) => c.key).join(', ');
-    chips.push(transitionChip(t, ' <i>from any</i>', `from each of: ${from}`));
+    const actions = t.actions.length ? ` / ${t.actions.join(', ')}` : '';
+    chips.push(transitionChip(t, ' <i>from any</i>', `from each of: ${from}${actions}`));
   }
   return chips;
 }

@@ -8,6 +8,7 @@
  * and it writes screenshots to test-artifacts/.
  */
 import { existsSync } from 'node:fs';
+import type { DefRecord } from '../../inspector/protocol.ts';
 import { startInspectorServer } from '../../inspector/server.ts';
 import { recoverChannelState } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint.ts';
@@ -169,6 +170,33 @@ describe.skipIf(!hasChromium)('the live inspector in Chromium', () => {
       expect(watched, `states seen live: ${seen.join(', ')}`).not.toEqual([]);
     }
     await page.screenshot({ path: join(artifacts, 'inspector-live.png') });
+
+    // Transitions name their actions on the chart itself, as the task machine defines them
+    // (named actions by name, inline ones by XState's name for them), not only in a tooltip.
+    const { defs } = (await (await fetch(`${url}history.json`)).json()) as { defs: DefRecord[] };
+    const alive = defs
+      .find((d) => d.def.key === 'task')!
+      .def.root.states.find((s) => s.key === 'alive')!;
+    const aliveChips = (selector: string) =>
+      page.$$eval(
+        `#task-chart .st[data-machine="task"][data-state="alive"] > .st-notes ${selector}`,
+        (els) => els.map((e) => (e.textContent ?? '').replace(/\s+/g, ' ').trim()),
+      );
+    const shown = (action: string) => action.replace(/^xstate\./, '');
+    const handledHere = await aliveChips('.tchip.on .on-ev');
+    const selfTransitions = alive.transitions.filter((t) => t.targets.length === 0);
+    expect(selfTransitions.map((t) => t.event)).toContain('FETCH.HANDOFF');
+    for (const t of selfTransitions) {
+      const item = handledHere.find((h) => h.split(' ')[0] === t.event);
+      expect(item, `${t.event} among ${handledHere.join(' | ')}`).toBeDefined();
+      for (const a of t.actions) expect(item, t.event).toContain(shown(a));
+    }
+    const chips = await aliveChips('.tchip:not(.on)');
+    for (const t of alive.transitions.filter((u) => u.targets.length > 0)) {
+      const chip = chips.find((c) => c.startsWith(`${t.event} →`));
+      expect(chip, `${t.event} among ${chips.join(' | ')}`).toBeDefined();
+      if (t.actions.length) expect(chip).toContain(`/ ${t.actions.map(shown).join(', ')}`);
+    }
 
     // History: pick a finished task, pause, and step through it from the start.
     const finished = await page.getAttribute('#task-list li[data-leaf="finished"]', 'data-task');
