@@ -6,14 +6,16 @@
 import { request } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { extname, join } from 'node:path';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
-import { createActor, createMachine } from 'xstate';
+import { assign, createActor, createMachine, type AnyActorRef } from 'xstate';
 import {
   HISTORY_LIMIT,
+  MAX_BUFFERED_BYTES,
   startInspectorServer,
   type InspectorRecord,
   type InspectorServer,
@@ -51,9 +53,14 @@ afterAll(async () => {
 });
 
 const servers: InspectorServer[] = [];
-const sockets: WebSocket[] = [];
+const sockets: (WebSocket | Socket)[] = [];
+const actors: AnyActorRef[] = [];
 afterEach(async () => {
-  for (const ws of sockets.splice(0)) ws.terminate();
+  for (const actor of actors.splice(0)) actor.stop();
+  for (const s of sockets.splice(0)) {
+    if (s instanceof WebSocket) s.terminate();
+    else s.destroy();
+  }
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
@@ -402,6 +409,141 @@ describe('relaying a real recovery', () => {
     expect(() => actor.start()).not.toThrow();
     actor.stop();
     expect(() => server.publishMetrics({ files: 1, bytes: 1, liveTasks: 1 })).not.toThrow();
+  });
+});
+
+describe('a client that stops reading', () => {
+  /**
+   * A raw WebSocket client that completes the upgrade and then never reads again: its socket is
+   * paused, so what the relay sends piles up in the kernel and then in the relay.
+   */
+  function stalledClient(port: number): Promise<Socket> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(
+          `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\n` +
+            `Connection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n` +
+            `Sec-WebSocket-Version: 13\r\n\r\n`,
+        ),
+      );
+      sockets.push(socket);
+      socket.once('error', reject);
+      // ws registers the page before it answers: with the 101, the relay counts this client.
+      socket.once('data', (chunk) => {
+        socket.pause();
+        if (chunk.toString('latin1').startsWith('HTTP/1.1 101')) resolve(socket);
+        else reject(new Error(`upgrade refused: ${chunk.toString('latin1').split('\r\n')[0]}`));
+      });
+    });
+  }
+
+  const stalledClients = (port: number, n: number) =>
+    Promise.all(Array.from({ length: n }, () => stalledClient(port)));
+
+  /** Once a stalled client reads, it finds its connection ended by the relay. */
+  const cutOff = (socket: Socket) =>
+    new Promise<void>((resolve) => {
+      socket.on('data', () => undefined);
+      socket.once('close', () => resolve());
+      socket.resume();
+    });
+
+  /**
+   * A real stream: an inspected machine whose snapshots carry ~16 KB of context each, and a
+   * page that reads it. `round()` sends ~1 MiB and resolves once the page has all of it.
+   */
+  async function fatStream(server: InspectorServer) {
+    const payload = Array.from({ length: 40 }, (_, k) => `${k}`.padEnd(390, '.'));
+    const machine = createMachine({
+      id: 'fat',
+      context: { payload, ticks: 0 },
+      on: { TICK: { actions: assign({ ticks: ({ context }) => context.ticks + 1 }) } },
+    });
+    const actor = createActor(machine, { inspect: server.inspect }).start();
+    actors.push(actor);
+    const page = await listen(server.port);
+    const ticksSeen = () => {
+      const last = page.records().findLast((r) => r.k === 'snap');
+      return last?.k === 'snap' ? (last.context as { ticks: number }).ticks : 0;
+    };
+    let ticks = 0;
+    const round = async () => {
+      for (let k = 0; k < 64; k++) actor.send({ type: 'TICK' });
+      ticks += 64;
+      await page.until(`tick ${ticks}`, () => ticksSeen() === ticks);
+    };
+    /**
+     * Rounds until `done()`. A stalled client is dropped once MAX_BUFFERED_BYTES behind, after
+     * what its kernel buffers took: 40 MiB of stream is plenty, one never dropped fails here.
+     */
+    const roundsUntil = async (done: () => boolean, each: () => void = () => undefined) => {
+      let rounds = 0;
+      while (!done()) {
+        expect(rounds++, JSON.stringify(server.pages())).toBeLessThan(40);
+        await round();
+        each();
+      }
+      return rounds;
+    };
+    /** The page got every record since it connected, in order, without a gap. */
+    const gapless = () => {
+      const seqs = page.records().map((r) => r.i);
+      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, k) => seqs[0]! + k));
+    };
+    return { page, round, roundsUntil, gapless };
+  }
+
+  test('300 stalled clients are terminated once MAX_BUFFERED_BYTES behind; the relay stays small and a reading page gets every record', async () => {
+    const STALLED = 300;
+    const server = await start();
+    const stream = await fatStream(server);
+    const rssBefore = process.memoryUsage().rss;
+    const stalled = await stalledClients(server.port, STALLED);
+    expect(server.pages()).toMatchObject({ open: STALLED + 1, dropped: 0 });
+
+    let peakRss = 0;
+    await stream.roundsUntil(
+      () => server.pages().dropped === STALLED,
+      () => {
+        // The bound holds at every step: no socket has more than MAX_BUFFERED_BYTES waiting.
+        const pages = server.pages();
+        expect(pages.bufferedBytes).toBeLessThanOrEqual(pages.open * MAX_BUFFERED_BYTES);
+        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+      },
+    );
+    const after = server.pages();
+    expect(after).toMatchObject({ open: 1, catchingUp: 0, dropped: STALLED, bufferedBytes: 0 });
+    expect(after.peakBufferedBytes).toBeLessThanOrEqual((STALLED + 1) * MAX_BUFFERED_BYTES);
+    // What the process really held. Messages are Buffers shared by every socket, so the
+    // stalled ones cost little more than the sockets themselves (~60 MiB for both ends of 300
+    // here, while the sockets' queues added up to ~1.2 GB). Sent as strings, each socket held
+    // a private copy of what was in flight: 500 stalled clients grew the relay by ~570 MiB.
+    expect(peakRss - rssBefore).toBeLessThan(200 * 1024 * 1024);
+    expect(stream.page.ws.readyState).toBe(WebSocket.OPEN);
+    stream.gapless();
+    await Promise.all(stalled.slice(0, 10).map(cutOff));
+  });
+
+  test('a page that stalls in its replay is paced, then terminated once the live stream leaves it MAX_BUFFERED_BYTES behind; a reading late page catches up', async () => {
+    const server = await start();
+    const stream = await fatStream(server);
+    // A history (~6 MiB) larger than what a stalled socket's kernel buffers take.
+    for (let k = 0; k < 6; k++) await stream.round();
+    const stalled = await stalledClients(server.port, 20);
+    // The replay waits for them to read: they hold a chunk or two each (~160 KB), not the
+    // history, and live batches are not queued for them either.
+    expect(server.pages()).toMatchObject({ open: 21, catchingUp: 20, dropped: 0 });
+    expect(server.pages().bufferedBytes).toBeLessThan(20 * 512 * 1024);
+    const late = await listen(server.port);
+    await stream.roundsUntil(() => server.pages().dropped === 20);
+    expect(server.pages()).toMatchObject({ open: 2, catchingUp: 0, dropped: 20 });
+    // The late page got the whole history, then the live stream, in order.
+    const last = stream.page.records().at(-1)!.i;
+    await late.until(`record ${last}`, () => late.records().at(-1)?.i === last);
+    const seqs = late.records().map((r) => r.i);
+    expect(seqs).toEqual(stream.page.records().map((r) => r.i));
+    stream.gapless();
+    await Promise.all(stalled.map(cutOff));
   });
 });
 
