@@ -11,13 +11,13 @@ import { focusTask } from './focus.js';
 import { renderHeader } from './header.js';
 import { renderLane, renderLegend } from './lane.js';
 import { renderLog } from './log.js';
-import { S, view } from './model.js';
+import { store, view } from './model.js';
 import { renderPlot } from './plot.js';
 import { renderChart } from './statechart.js';
 import { renderTasks } from './task-list.js';
 
 function draw() {
-  S.dirty = false;
+  store.dirty = false;
   const m = view();
   const focus = focusTask(m);
   renderHeader(m);
@@ -35,7 +35,7 @@ const FRAME_MS = 80;
 let lastFrame = 0;
 /** @param {number} now */
 function render(now) {
-  if (S.dirty && now - lastFrame >= FRAME_MS) {
+  if (store.dirty && now - lastFrame >= FRAME_MS) {
     lastFrame = now;
     draw();
   }
@@ -46,7 +46,7 @@ installControls();
 for (const type of ['pointerdown', 'keydown', 'input', 'change', 'click']) {
   // After the handlers installControls registered (bubbling phase, registered last).
   document.addEventListener(type, () => {
-    if (S.dirty) draw();
+    if (store.dirty) draw();
   });
 }
 

@@ -4,7 +4,7 @@
 
 /** @import { ServerMessage } from '../protocol.ts' */
 
-import { S, ingest, reset, setConn } from './model.js';
+import { store, ingest, reset, setConn } from './model.js';
 
 const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 10000;
@@ -21,8 +21,8 @@ export function connect() {
     if (msg.type === 'hello') {
       // Every (re)connect replays the whole history: start over.
       reset();
-      S.server = msg.server;
-      S.dropped = msg.dropped;
+      store.server = msg.server;
+      store.dropped = msg.dropped;
       setConn('live');
     } else if (msg.type === 'batch') {
       ingest(msg.records);

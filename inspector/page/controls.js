@@ -4,7 +4,7 @@
 
 import { $, byId } from './dom.js';
 import { isInternal } from './events.js';
-import { S, build, indexOfSeq } from './model.js';
+import { store, build, indexOfSeq } from './model.js';
 
 /** @import { InspectorRecord } from '../protocol.ts' */
 
@@ -14,18 +14,20 @@ import { S, build, indexOfSeq } from './model.js';
  * @param {number} [at]
  */
 export function pause(at) {
-  if (S.records.length === 0) return;
-  S.cursor =
-    at === undefined ? S.records.length - 1 : Math.max(0, Math.min(at, S.records.length - 1));
-  S.view = build(S.cursor);
-  S.newWhilePaused = 0;
-  S.dirty = true;
+  if (store.records.length === 0) return;
+  store.cursor =
+    at === undefined
+      ? store.records.length - 1
+      : Math.max(0, Math.min(at, store.records.length - 1));
+  store.view = build(store.cursor);
+  store.newWhilePaused = 0;
+  store.dirty = true;
 }
 
 export function resume() {
-  S.cursor = null;
-  S.view = null;
-  S.dirty = true;
+  store.cursor = null;
+  store.view = null;
+  store.dirty = true;
 }
 
 /**
@@ -34,17 +36,17 @@ export function resume() {
  * @param {InspectorRecord} r
  */
 const isStep = (r) =>
-  ((r.k === 'event' && (S.showInternal || !isInternal(r.type))) ||
+  ((r.k === 'event' && (store.showInternal || !isInternal(r.type))) ||
     (r.k === 'snap' && r.path === '')) &&
-  (!S.filter || ('task' in r && r.task === S.filter));
+  (!store.filter || ('task' in r && r.task === store.filter));
 
 /** @param {1 | -1} dir */
 function step(dir) {
-  if (S.cursor === null) pause();
-  if (S.cursor === null) return; // nothing recorded yet
-  let k = S.cursor + dir;
-  while (k >= 0 && k < S.records.length && !isStep(S.records[k])) k += dir;
-  if (k >= 0 && k < S.records.length) pause(k);
+  if (store.cursor === null) pause();
+  if (store.cursor === null) return; // nothing recorded yet
+  let k = store.cursor + dir;
+  while (k >= 0 && k < store.records.length && !isStep(store.records[k])) k += dir;
+  if (k >= 0 && k < store.records.length) pause(k);
 }
 
 /**
@@ -55,10 +57,10 @@ function step(dir) {
  */
 function indexAfterEvent(seq) {
   let at = indexOfSeq(seq);
-  const r = S.records[at];
+  const r = store.records[at];
   if (r && r.k === 'event') {
-    for (let k = at + 1; k < Math.min(S.records.length, at + 400); k++) {
-      const n = S.records[k];
+    for (let k = at + 1; k < Math.min(store.records.length, at + 400); k++) {
+      const n = store.records[k];
       if (n.k === 'snap' && n.task === r.task && n.path === r.path && n.cause === r.type) {
         at = k;
         break;
@@ -73,7 +75,7 @@ const targetOf = (/** @type {Event} */ e) => (e.target instanceof Element ? e.ta
 
 /** Installs every handler of the header, the task list, the log and the keyboard. */
 export function installControls() {
-  $('pause').addEventListener('click', () => (S.cursor === null ? pause() : resume()));
+  $('pause').addEventListener('click', () => (store.cursor === null ? pause() : resume()));
   $('live').addEventListener('click', resume);
   $('step-back').addEventListener('click', () => step(-1));
   $('step-fwd').addEventListener('click', () => step(1));
@@ -81,13 +83,13 @@ export function installControls() {
   slider.addEventListener('input', () => pause(Number(slider.value)));
   const filter = byId('task-filter', HTMLSelectElement);
   filter.addEventListener('change', () => {
-    S.filter = filter.value;
-    S.dirty = true;
+    store.filter = filter.value;
+    store.dirty = true;
   });
   const internal = byId('show-internal', HTMLInputElement);
   internal.addEventListener('change', () => {
-    S.showInternal = internal.checked;
-    S.dirty = true;
+    store.showInternal = internal.checked;
+    store.dirty = true;
   });
   // pointerdown, not click: a live list is redrawn often, and a click needs the same element
   // under both halves of the press.
@@ -95,8 +97,8 @@ export function installControls() {
     const li = targetOf(e)?.closest('li[data-task]');
     if (!(li instanceof HTMLElement)) return;
     const key = li.dataset.task ?? '';
-    S.filter = S.filter === key ? '' : key;
-    S.dirty = true;
+    store.filter = store.filter === key ? '' : key;
+    store.dirty = true;
   });
   $('log').addEventListener('pointerdown', (e) => {
     const row = targetOf(e)?.closest('[data-seq]');
@@ -107,14 +109,14 @@ export function installControls() {
     if (e.target instanceof HTMLSelectElement || e.target instanceof HTMLInputElement) return;
     if (e.key === ' ') {
       e.preventDefault();
-      if (S.cursor === null) pause();
+      if (store.cursor === null) pause();
       else resume();
     } else if (e.key === 'ArrowLeft') step(-1);
     else if (e.key === 'ArrowRight') step(1);
   });
-  window.addEventListener('resize', () => (S.dirty = true));
+  window.addEventListener('resize', () => (store.dirty = true));
   // Releases the hold on an ended task in follow mode.
   setInterval(() => {
-    if (S.cursor === null && !S.filter) S.dirty = true;
+    if (store.cursor === null && !store.filter) store.dirty = true;
   }, 500);
 }

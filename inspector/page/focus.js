@@ -4,7 +4,7 @@
 
 /** @import { Model, TaskView } from './model.js' */
 
-import { S } from './model.js';
+import { store } from './model.js';
 
 /** How long follow mode keeps showing a task that just ended, unless a newer one started. */
 const HOLD_ENDED_MS = 1500;
@@ -14,12 +14,12 @@ const HOLD_ENDED_MS = 1500;
  * @returns {TaskView | undefined}
  */
 export function focusTask(m) {
-  if (S.filter && m.tasks.has(S.filter)) return m.tasks.get(S.filter);
-  if (S.cursor !== null) {
-    const r = S.records[S.cursor];
+  if (store.filter && m.tasks.has(store.filter)) return m.tasks.get(store.filter);
+  if (store.cursor !== null) {
+    const r = store.records[store.cursor];
     if (r && 'task' in r && m.tasks.has(r.task)) return m.tasks.get(r.task);
   }
-  const cur = S.focus ? m.tasks.get(S.focus) : undefined;
+  const cur = store.focus ? m.tasks.get(store.focus) : undefined;
   if (cur && cur.status === 'active') return cur;
   /** @type {TaskView | undefined} */
   let newest;
@@ -27,7 +27,7 @@ export function focusTask(m) {
     if (t.status === 'active' && (!newest || t.firstI > newest.firstI)) newest = t;
   }
   // An ending stays on screen for a moment, unless a task started after it: then that one.
-  if (cur && S.cursor === null) {
+  if (cur && store.cursor === null) {
     const startedSince = newest && newest.firstI > cur.lastI;
     if (!startedSince && (!newest || performance.now() - cur.endedWall < HOLD_ENDED_MS)) {
       return cur;
@@ -35,6 +35,6 @@ export function focusTask(m) {
   }
   let best = newest;
   if (!best) for (const t of m.tasks.values()) best = t;
-  S.focus = best ? best.key : '';
+  store.focus = best ? best.key : '';
   return best;
 }

@@ -5,7 +5,7 @@
 
 import { $, byId, esc } from './dom.js';
 import { actorName, leafPath } from './format.js';
-import { S, relTime } from './model.js';
+import { store, relTime } from './model.js';
 
 /** How many tasks the filter offers: the newest; older ones are still in the list. */
 const FILTER_TASKS = 300;
@@ -18,44 +18,46 @@ export function renderHeader(m) {
   $('stat-live').textContent = String(live);
   $('stat-events').textContent = m.events.toLocaleString('en-US');
   const conn = $('conn');
-  const state = S.cursor !== null ? 'paused' : S.conn;
+  const state = store.cursor !== null ? 'paused' : store.conn;
   conn.dataset.conn = state;
   conn.textContent =
     state === 'paused'
-      ? `paused${S.newWhilePaused ? ` · ${S.newWhilePaused} new` : ''}`
+      ? `paused${store.newWhilePaused ? ` · ${store.newWhilePaused} new` : ''}`
       : state === 'live'
         ? 'live'
         : state === 'closed'
           ? 'disconnected · recorded history'
           : 'connecting…';
-  conn.title = S.dropped ? `${S.dropped} early records were trimmed from the server's history` : '';
+  conn.title = store.dropped
+    ? `${store.dropped} early records were trimmed from the server's history`
+    : '';
   const btn = $('pause');
-  btn.dataset.paused = String(S.cursor !== null);
-  btn.textContent = S.cursor !== null ? '▶ Resume' : '❚❚ Pause';
+  btn.dataset.paused = String(store.cursor !== null);
+  btn.textContent = store.cursor !== null ? '▶ Resume' : '❚❚ Pause';
 
   renderScrubber();
 
   const select = byId('task-filter', HTMLSelectElement);
-  const keys = [...S.live.tasks.keys()].reverse().slice(0, FILTER_TASKS);
-  const sig = keys.join('|') + '#' + S.filter;
+  const keys = [...store.live.tasks.keys()].reverse().slice(0, FILTER_TASKS);
+  const sig = keys.join('|') + '#' + store.filter;
   if (select.dataset.sig !== sig) {
     select.dataset.sig = sig;
     select.innerHTML =
       `<option value="">All tasks · follow</option>` +
       keys.map((k) => `<option value="${esc(k)}">${esc(k)}</option>`).join('');
-    select.value = S.filter;
+    select.value = store.filter;
   }
 }
 
 /** The slider and the label of the record the page is paused at; hidden while live. */
 function renderScrubber() {
   const scrub = $('scrubber');
-  scrub.hidden = S.cursor === null;
-  if (S.cursor === null) return;
+  scrub.hidden = store.cursor === null;
+  if (store.cursor === null) return;
   const slider = byId('cursor', HTMLInputElement);
-  slider.max = String(Math.max(0, S.records.length - 1));
-  slider.value = String(S.cursor);
-  const r = S.records[S.cursor];
+  slider.max = String(Math.max(0, store.records.length - 1));
+  slider.value = String(store.cursor);
+  const r = store.records[store.cursor];
   const what =
     r.k === 'event'
       ? `${r.source ?? '·'} → ${actorName(r.path)}  ${r.type}`
@@ -63,6 +65,6 @@ function renderScrubber() {
         ? `${actorName(r.path)} ${leafPath(r.value) || r.status}`
         : r.k;
   const label = $('cursor-label');
-  label.textContent = `#${S.cursor + 1}/${S.records.length} · +${relTime(r.t)}`;
+  label.textContent = `#${store.cursor + 1}/${store.records.length} · +${relTime(r.t)}`;
   label.title = `${'task' in r ? r.task : ''} · ${what}`;
 }

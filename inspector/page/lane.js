@@ -8,7 +8,7 @@
 
 import { $, byId, esc, setHTML, sizeOf } from './dom.js';
 import { OWNERSHIP_MOVES, isOwnershipEvent } from './events.js';
-import { S } from './model.js';
+import { store } from './model.js';
 import { C, ownerColor, stateColor } from './palette.js';
 
 /** Row order: the task's own resources in the order they appear, then snapshots by id. */
@@ -49,7 +49,7 @@ export function renderLane(task) {
   }
   const steps = task.steps;
   // Paused: the lane keeps the width of the whole task, the rest is still to come.
-  const full = S.live.tasks.get(task.key);
+  const full = store.live.tasks.get(task.key);
   const total = Math.max(steps.length, full ? full.steps.length : 0);
   /** @type {Set<string>} */
   const resources = new Set(BASE_ROWS);

@@ -12,7 +12,7 @@
 import { $, esc, setHTML } from './dom.js';
 import { isInternal, isOwnershipEvent, OWNERSHIP_MOVES } from './events.js';
 import { actorName, brief, bytes, errText } from './format.js';
-import { S, relTime } from './model.js';
+import { store, relTime } from './model.js';
 import { ownerColor } from './palette.js';
 
 /** How many rows the log draws: the newest, after the filter. */
@@ -103,11 +103,11 @@ function detailOf(r) {
  * snapshot, the event that caused it.
  */
 function markedSeq() {
-  if (S.cursor === null) return -1;
-  const at = S.records[S.cursor];
+  if (store.cursor === null) return -1;
+  const at = store.records[store.cursor];
   if (at.k !== 'snap') return at.i;
-  for (let k = S.cursor - 1; k >= Math.max(0, S.cursor - 400); k--) {
-    const r = S.records[k];
+  for (let k = store.cursor - 1; k >= Math.max(0, store.cursor - 400); k--) {
+    const r = store.records[k];
     if (r.k === 'event' && r.task === at.task && r.path === at.path && r.type === at.cause) {
       return r.i;
     }
@@ -123,12 +123,12 @@ export function renderLog(m) {
   const rows = [];
   for (let k = m.log.length - 1; k >= 0 && rows.length < LOG_ROWS; k--) {
     const r = m.log[k];
-    if (S.filter && r.task !== S.filter) continue;
-    if (r.k === 'event' && !S.showInternal && isInternal(r.type)) continue;
+    if (store.filter && r.task !== store.filter) continue;
+    if (r.k === 'event' && !store.showInternal && isInternal(r.type)) continue;
     rows.push(r.k === 'state' ? stateRow(r, r.i === atSeq) : eventRow(r, r.i === atSeq));
   }
   setHTML(host, rows.length ? rows.join('') : `<div class="empty">no events yet</div>`);
-  if (S.cursor !== null) {
+  if (store.cursor !== null) {
     const cur = host.querySelector('.ev.at');
     if (cur) cur.scrollIntoView({ block: 'nearest' });
   }

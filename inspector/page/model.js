@@ -105,7 +105,7 @@ function newModel() {
  * Everything the page knows and shows: one object, because every panel reads it and every
  * control changes it; `dirty` asks the render loop to draw.
  */
-export const S = {
+export const store = {
   /** @type {string | null} the server id from `hello` */
   server: null,
   dropped: 0,
@@ -135,11 +135,11 @@ export const S = {
 };
 
 /** The model the panels draw: live, or the one at the cursor. */
-export const view = () => (S.cursor === null || S.view === null ? S.live : S.view);
+export const view = () => (store.cursor === null || store.view === null ? store.live : store.view);
 
 /** Seconds since the first record, as the log and the scrubber show times. */
 export const relTime = (/** @type {number} */ t) =>
-  S.t0 === null ? '' : `${((t - S.t0) / 1000).toFixed(3)}s`;
+  store.t0 === null ? '' : `${((t - store.t0) / 1000).toFixed(3)}s`;
 
 /**
  * @param {Model} m
@@ -168,7 +168,7 @@ function getTask(m, key, r) {
     m.tasks.set(key, t);
     if (m.tasks.size > MAX_TASKS) {
       for (const [k, old] of m.tasks) {
-        if (old.status !== 'active' && k !== S.filter) {
+        if (old.status !== 'active' && k !== store.filter) {
           m.tasks.delete(k);
           break;
         }
@@ -192,7 +192,7 @@ function apply(m, r, live) {
   m.lastT = r.t;
   switch (r.k) {
     case 'def':
-      S.defs.set(r.def.key, r.def);
+      store.defs.set(r.def.key, r.def);
       return;
     case 'metrics':
       m.metrics.push(r);
@@ -210,7 +210,7 @@ function apply(m, r, live) {
         value: prev ? prev.value : undefined,
         i: r.i,
       });
-      if (r.def) S.idToDef.set(r.id, r.def);
+      if (r.def) store.idToDef.set(r.id, r.def);
       return;
     }
     case 'snap': {
@@ -304,21 +304,21 @@ function pushLog(m, row) {
  */
 export function build(upTo) {
   const m = newModel();
-  for (let k = 0; k <= upTo && k < S.records.length; k++) apply(m, S.records[k], false);
+  for (let k = 0; k <= upTo && k < store.records.length; k++) apply(m, store.records[k], false);
   return m;
 }
 
 /** Forgets everything: the server (re)started its replay from the beginning. */
 export function reset() {
-  S.records = [];
-  S.lastI = 0;
-  S.live = newModel();
-  S.cursor = null;
-  S.view = null;
-  S.t0 = null;
-  S.focus = '';
-  S.newWhilePaused = 0;
-  S.dirty = true;
+  store.records = [];
+  store.lastI = 0;
+  store.live = newModel();
+  store.cursor = null;
+  store.view = null;
+  store.t0 = null;
+  store.focus = '';
+  store.newWhilePaused = 0;
+  store.dirty = true;
 }
 
 /**
@@ -328,36 +328,36 @@ export function reset() {
  */
 export function ingest(records) {
   for (const r of records) {
-    if (r.i <= S.lastI) continue; // a replay after a reconnect
-    S.lastI = r.i;
-    if (S.t0 === null && r.k !== 'def') S.t0 = r.t;
-    S.records.push(r);
-    apply(S.live, r, true);
-    if (S.cursor !== null) S.newWhilePaused++;
+    if (r.i <= store.lastI) continue; // a replay after a reconnect
+    store.lastI = r.i;
+    if (store.t0 === null && r.k !== 'def') store.t0 = r.t;
+    store.records.push(r);
+    apply(store.live, r, true);
+    if (store.cursor !== null) store.newWhilePaused++;
   }
-  if (S.records.length > MAX_RECORDS) {
+  if (store.records.length > MAX_RECORDS) {
     const cut = MAX_RECORDS / 6;
-    S.records.splice(0, cut);
-    S.live = build(S.records.length - 1);
-    if (S.cursor !== null) {
-      S.cursor = Math.max(0, S.cursor - cut);
-      S.view = build(S.cursor);
+    store.records.splice(0, cut);
+    store.live = build(store.records.length - 1);
+    if (store.cursor !== null) {
+      store.cursor = Math.max(0, store.cursor - cut);
+      store.view = build(store.cursor);
     }
   }
-  S.dirty = true;
+  store.dirty = true;
 }
 
 /**
- * The index in `S.records` of the record with sequence number `i` (or the one before it).
+ * The index in `store.records` of the record with sequence number `i` (or the one before it).
  *
  * @param {number} i
  */
 export function indexOfSeq(i) {
   let lo = 0;
-  let hi = S.records.length - 1;
+  let hi = store.records.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const v = S.records[mid].i;
+    const v = store.records[mid].i;
     if (v === i) return mid;
     if (v < i) lo = mid + 1;
     else hi = mid - 1;
@@ -367,6 +367,6 @@ export function indexOfSeq(i) {
 
 /** @param {Conn} state */
 export function setConn(state) {
-  S.conn = state;
-  S.dirty = true;
+  store.conn = state;
+  store.dirty = true;
 }

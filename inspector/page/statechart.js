@@ -8,7 +8,7 @@
 import { $, esc, setHTML } from './dom.js';
 import { shortEvent } from './events.js';
 import { errText } from './format.js';
-import { S } from './model.js';
+import { store } from './model.js';
 import { C, stateColor } from './palette.js';
 import { actionsHtml, arrowHtml, chipKey, handledHereChip, transitionChip } from './transitions.js';
 
@@ -183,7 +183,7 @@ function invokeChips(node, env) {
     const actor = env.task.actors.get(path);
     const st = actor ? actor.status : '';
     // Invoked machines are drawn as strips below the chart; only other actors get a chip.
-    if ((actor && actor.def) || S.idToDef.has(inv.id)) continue;
+    if ((actor && actor.def) || store.idToDef.has(inv.id)) continue;
     heads.push(
       `<span class="inv" title="invokes ${esc(inv.src)}${actor ? ` (${esc(actor.status)})` : ''}"><span class="dot ${esc(st)}"></span>${esc(inv.id)}</span>`,
     );
@@ -245,7 +245,8 @@ function hoistShared(flow, env) {
  */
 function invokedMachines(node, path, out = []) {
   for (const inv of node.invoke) {
-    if (S.idToDef.has(inv.id)) out.push({ id: inv.id, path: path ? `${path}/${inv.id}` : inv.id });
+    if (store.idToDef.has(inv.id))
+      out.push({ id: inv.id, path: path ? `${path}/${inv.id}` : inv.id });
   }
   for (const c of node.states) invokedMachines(c, path, out);
   return out;
@@ -258,7 +259,7 @@ function invokedMachines(node, path, out = []) {
  * @param {{ id: string; path: string }} entry
  */
 function renderStrip(task, entry) {
-  const def = S.defs.get(S.idToDef.get(entry.id) ?? '');
+  const def = store.defs.get(store.idToDef.get(entry.id) ?? '');
   if (!def) return '';
   const actor = task.actors.get(entry.path);
   const status = actor ? actor.status : '';
@@ -326,7 +327,7 @@ export function renderChart(task) {
   const host = $('task-chart');
   $('chart-task').textContent = task ? task.key : '';
   const root = task && task.actors.get('');
-  const def = root && root.def !== undefined ? S.defs.get(root.def) : undefined;
+  const def = root && root.def !== undefined ? store.defs.get(root.def) : undefined;
   if (!task || !def) {
     setHTML(
       host,
