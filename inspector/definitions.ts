@@ -69,13 +69,22 @@ function serializeTransition(
   };
 }
 
-/** Named actions keep their name; inline ones are shown by what xstate calls them. */
+/** The config keys JavaScript names an inline arrow after: not an action's name. */
+const CONFIG_KEYS = new Set(['', 'actions', 'entry', 'exit']);
+
+/**
+ * Named actions keep their name. Inline ones are shown by what XState calls them: an inline
+ * action creator by its type (`xstate.assign`, `xstate.enqueueActions`; the page sets these
+ * apart from named actions by the prefix), an inline function by its own name, or `inline` when
+ * its only name is the config key it was written under (`actions: ({ event }) => …` is named
+ * `actions`, which would read like a named action).
+ */
 function actionName(action: unknown): string | undefined {
   if (typeof action === 'string') return action;
   if (typeof action === 'function') {
     const type = (action as { type?: unknown }).type;
-    if (typeof type === 'string') return type.replace(/^xstate\./, '');
-    return action.name || 'inline';
+    if (typeof type === 'string') return type;
+    return CONFIG_KEYS.has(action.name) ? 'inline' : action.name;
   }
   if (action && typeof action === 'object' && 'type' in action) {
     return String((action as { type: unknown }).type);

@@ -2,7 +2,15 @@
  * What the relay sends to the page: small, self-describing, plain-JSON records. Each record
  * names its task and actor path itself, so a page that joins late (or a history trimmed to its
  * last records) can still be replayed without the records that came before.
+ *
+ * The page (plain ES modules under page/, checked by tsc through `// @ts-check`) imports its
+ * types from here, so the names it reads — event types, context fields — are the product's own:
+ * a rename in src/machines fails `tsc` instead of silently blanking a panel.
  */
+import type { OwnerId, RegistryEvent, ResourceId, TaskEvent } from '../src/machines/events.ts';
+import type { TaskContext } from '../src/machines/task.machine.ts';
+
+export type { OwnerId, ResourceId };
 
 /** One state of a machine definition, as the page draws it (nested boxes). */
 export interface StateDef {
@@ -28,6 +36,11 @@ export interface TransitionDef {
   /** State node ids; empty for a targetless (self) transition. */
   targets: string[];
   guard?: string;
+  /**
+   * What the transition runs, in order: named actions by name (`handOffFetchedState`), inline
+   * action creators by their XState type (`xstate.assign`, `xstate.enqueueActions`), other inline
+   * functions as `inline` (see definitions.ts).
+   */
   actions: string[];
   description?: string;
 }
@@ -126,3 +139,73 @@ export type ServerMessage =
     }
   | { type: 'batch'; records: InspectorRecord[] }
   | { type: 'bye' };
+
+/** Every event type the task machine accepts, from the product's own union. */
+export type TaskEventType = TaskEvent['type'];
+
+/** The events the task sends its registry actor (`own`, `disown`, `close`). */
+export type RegistryEventType = RegistryEvent['type'];
+
+/** Only names the task machine accepts: a misspelled or removed one fails `tsc` here. */
+type TaskEventNamed<T extends TaskEventType> = T;
+
+/**
+ * The task events that move ownership of a spill resource: the lane marks the step each one
+ * caused, the log colors them by owner. The page keys a `Record<OwnershipEventType, …>` by it,
+ * so adding one here makes tsc ask the page how to draw it.
+ */
+export type OwnershipEventType = TaskEventNamed<
+  'SPILL.OWNED' | 'FETCH.HANDOFF' | 'DRAINER.READY' | 'SNAPSHOT.OWNED' | 'SPILL.RELEASED'
+>;
+
+/** An error after sanitizing (sanitize.ts `sanitizeError`). */
+export interface ErrorSummary {
+  name: string;
+  message: string;
+  code?: string;
+  /** How many later errors it carries. */
+  suppressed?: number;
+}
+
+/**
+ * A field as the sanitizer leaves it: plain values as they are, errors as summaries, anything
+ * else (a fetched state, a reader, a closeable) opaque — the page may show it, not read into it.
+ */
+type Sanitized<V> = V extends string | number | boolean
+  ? V
+  : V extends Error
+    ? ErrorSummary
+    : unknown;
+
+/**
+ * `EventRecord.data` of a task event of type `T`: its payload without `type`, sanitized. Every
+ * field is optional: the sanitizer drops closeables and callbacks, and an empty payload is
+ * absent.
+ */
+export type TaskEventData<T extends TaskEventType> = {
+  [K in Exclude<keyof Extract<TaskEvent, { type: T }>, 'type'>]?: Sanitized<
+    Extract<TaskEvent, { type: T }>[K]
+  >;
+};
+
+/** `EventRecord.data` of an event the task sends its registry. */
+export type RegistryEventData<T extends RegistryEventType> = {
+  [K in Exclude<keyof Extract<RegistryEvent, { type: T }>, 'type'>]?: Sanitized<
+    Extract<RegistryEvent, { type: T }>[K]
+  >;
+};
+
+/**
+ * The task machine's context as a root `SnapshotRecord.context` carries it: the fields the page
+ * reads, typed from `TaskContext` itself. Optional, because a page must also draw a task whose
+ * first snapshot it never saw (a history trimmed to its last records).
+ */
+export interface TaskContextView {
+  ownership?: TaskContext['ownership'];
+  closedByRegistry?: TaskContext['closedByRegistry'];
+  fetch?: Pick<NonNullable<TaskContext['fetch']>, 'spillFiles' | 'spilledBytes'>;
+  drain?: Pick<NonNullable<TaskContext['drain']>, 'bytes' | 'buffers'>;
+  checkpoints?: TaskContext['checkpoints'];
+  trigger?: TaskContext['trigger'];
+  cause?: ErrorSummary;
+}

@@ -9,7 +9,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { InspectionEvent } from 'xstate';
@@ -30,6 +30,8 @@ export interface InspectorServer {
   inspect(event: TaskInspectionEvent): void;
   /** Reports spill usage for the plot (the demo calls it every 100–250 ms). */
   publishMetrics(metrics: { files: number; bytes: number; liveTasks: number; at?: number }): void;
+  /** The page sockets now: how many, what is queued for them, and how many were cut off. */
+  pages(): PageStats;
   /** Resolves when the server and all sockets are closed. */
   close(): Promise<void>;
 }
@@ -39,6 +41,20 @@ export interface InspectorServerOptions {
   port?: number;
   /** Also forward the stream to Stately's inspector (page `/stately`, socket `/stately/ws`). */
   stately?: boolean;
+}
+
+/** What {@link InspectorServer.pages} reports. */
+export interface PageStats {
+  /** Page sockets open now. */
+  open: number;
+  /** Of those, still being sent the history (live batches wait until they have caught up). */
+  catchingUp: number;
+  /** Bytes queued for them in this process, plus live bytes those catching up are behind. */
+  bufferedBytes: number;
+  /** The most `bufferedBytes` has been, measured whenever records were sent. */
+  peakBufferedBytes: number;
+  /** Pages terminated for falling more than {@link MAX_BUFFERED_BYTES} behind. */
+  dropped: number;
 }
 
 /** The server could not start (port in use, no permission). */
@@ -52,18 +68,181 @@ const METRICS_LIMIT = 20_000;
 const STATELY_BUFFER_LIMIT = 2_000;
 /** Records reach the page in batches, so a busy demo cannot flood it. */
 const BATCH_MS = 50;
-/** A page that cannot keep up is dropped; it reconnects and replays. */
-const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-const REPLAY_CHUNK = 2_000;
+/** A burst flushes early: no batch holds more records or bytes than this. */
 const MAX_BATCH = 2_000;
+const MAX_BATCH_BYTES = 256 * 1024;
+/**
+ * A socket more than this far behind (bytes queued for it here, plus live bytes it has not been
+ * sent yet) is terminated: a client that stops reading would otherwise make the relay hold
+ * everything it is sent (500 such clients grew it by ~570 MB). A page reconnects and replays.
+ */
+export const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/**
+ * The history is replayed in chunks of about this size, each queued only once the socket has
+ * taken the ones before down to REPLAY_HIGH_WATER: a stalled reader holds one chunk or two, not
+ * the whole history.
+ */
+const REPLAY_CHUNK_BYTES = 64 * 1024;
+const REPLAY_HIGH_WATER = 128 * 1024;
 
 const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'page');
-const PAGE_FILES: Record<string, { file: string; type: string }> = {
-  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/index.html': { file: 'index.html', type: 'text/html; charset=utf-8' },
-  '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
-  '/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
+/**
+ * What the page dir may serve, by extension. The page is native ES modules loaded by the
+ * browser from here (no build step), so every module must be served as JavaScript: a module
+ * script with another type is refused by the browser (and `nosniff` forbids guessing).
+ */
+const PAGE_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
 };
+/** A plain file name: no separator, no leading dot, so no request can leave the page dir. */
+const PAGE_NAME = /^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$/i;
+
+interface PageFile {
+  type: string;
+  body: Buffer;
+}
+
+/**
+ * The page, read once at start: URL path → file, for the regular files of the page dir with a
+ * known extension. Requests are looked up in this map and nothing else touches the disk, so a
+ * path with `..`, an encoded slash or a symlink out of the dir is simply not found.
+ */
+async function loadPage(): Promise<Map<string, PageFile>> {
+  const files = new Map<string, PageFile>();
+  for (const name of (await fsSeam.readdir(PAGE_DIR)).sort()) {
+    const type = PAGE_TYPES[extname(name)];
+    if (type === undefined || !PAGE_NAME.test(name)) continue;
+    const path = join(PAGE_DIR, name);
+    if (!(await fsSeam.lstat(path)).isFile()) continue;
+    files.set(`/${name}`, { type, body: await fsSeam.readFile(path) });
+  }
+  const index = files.get('/index.html');
+  if (index === undefined) throw new InspectorServerError(`no index.html in ${PAGE_DIR}`);
+  files.set('/', index);
+  return files;
+}
+
+/** One socket's place in a {@link Feed}. */
+interface Subscriber {
+  ws: WebSocket;
+  /** Sequence number of the last message it was sent (or that its replay reached). */
+  sentSeq: number;
+  /** Still being sent what came before it connected; live messages wait for it. */
+  catchingUp: boolean;
+  /** Live bytes published while it was catching up: how far it fell behind the stream. */
+  behind: number;
+}
+
+/**
+ * Delivers one ordered stream (page records, or Stately events) to its sockets, bounded per
+ * socket. A new socket is first sent what the feed has (`after`, paced by how fast it reads),
+ * then live messages; one that falls more than MAX_BUFFERED_BYTES behind is terminated.
+ * Messages are Buffers built once and shared by every socket (a string would be copied for
+ * each socket whose kernel buffer is full).
+ */
+class Feed {
+  readonly subscribers = new Map<WebSocket, Subscriber>();
+  peakBufferedBytes = 0;
+  dropped = 0;
+
+  /** @param after the next message after seq `seq` from what the feed keeps, or undefined */
+  constructor(private readonly after: (seq: number) => { data: Buffer; seq: number } | undefined) {}
+
+  /** Adds a socket: `first` (the page's hello), then the replay, then live messages. */
+  add(ws: WebSocket, first?: Buffer): void {
+    const sub: Subscriber = { ws, sentSeq: 0, catchingUp: true, behind: 0 };
+    this.subscribers.set(ws, sub);
+    const gone = () => this.subscribers.delete(ws);
+    ws.on('close', gone);
+    ws.on('error', gone);
+    if (first !== undefined) this.send(sub, first);
+    this.replay(sub);
+  }
+
+  /** Sends a live message (the stream up to `seq`) to every socket but `except`. */
+  publish(data: Buffer, seq: number, except?: WebSocket): void {
+    for (const sub of this.subscribers.values()) {
+      if (sub.ws === except) continue;
+      if (!sub.catchingUp) {
+        if (this.send(sub, data)) sub.sentSeq = seq;
+      } else {
+        // Its replay brings this message from the history; it only counts how far behind it is.
+        sub.behind += data.length;
+        if (sub.ws.bufferedAmount + sub.behind > MAX_BUFFERED_BYTES) this.drop(sub);
+      }
+    }
+    this.peakBufferedBytes = Math.max(this.peakBufferedBytes, this.bufferedBytes());
+  }
+
+  /** Sends to every socket now, ignoring order (the `bye` before closing). */
+  sendAll(data: Buffer): void {
+    for (const sub of this.subscribers.values()) this.send(sub, data);
+  }
+
+  bufferedBytes(): number {
+    let n = 0;
+    for (const sub of this.subscribers.values()) n += sub.ws.bufferedAmount + sub.behind;
+    return n;
+  }
+
+  /** Queues `data`, or terminates the socket if that would put it over its bound. */
+  private send(sub: Subscriber, data: Buffer, written?: (error?: Error) => void): boolean {
+    if (sub.ws.readyState !== WebSocket.OPEN) return false;
+    const queued = sub.ws.bufferedAmount;
+    // An empty queue always takes one message, however large: the bound is on what waits.
+    if (queued > 0 && queued + data.length > MAX_BUFFERED_BYTES) {
+      this.drop(sub);
+      return false;
+    }
+    sub.ws.send(data, { binary: false }, written);
+    return true;
+  }
+
+  private drop(sub: Subscriber): void {
+    this.dropped++;
+    this.subscribers.delete(sub.ws);
+    sub.ws.terminate();
+  }
+
+  /** Sends the feed's messages after `sentSeq` as fast as the socket takes them, then goes live. */
+  private replay(sub: Subscriber): void {
+    for (;;) {
+      if (!this.subscribers.has(sub.ws)) return;
+      const next = this.after(sub.sentSeq);
+      if (next === undefined) {
+        // Caught up with everything published: the next live message is the next one it needs.
+        sub.catchingUp = false;
+        sub.behind = 0;
+        return;
+      }
+      const full = sub.ws.bufferedAmount + next.data.length >= REPLAY_HIGH_WATER;
+      // Full: go on once this chunk has been handed to the kernel (never, for a reader that
+      // stopped: it stays here, holding one chunk, until the live stream leaves it behind).
+      const resume = full ? (error?: Error) => void (error || this.replay(sub)) : undefined;
+      if (!this.send(sub, next.data, resume)) return;
+      sub.sentSeq = next.seq;
+      if (full) return;
+    }
+  }
+}
+
+/** Index of the first record in `list` (sorted by `i`) with `i > seq`. */
+function firstAfter(list: readonly { i: number }[], seq: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid]!.i <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** `{"type":"batch","records":[…]}` from records already serialized one by one. */
+const batchOf = (jsons: readonly string[]): Buffer =>
+  Buffer.from(`{"type":"batch","records":[${jsons.join(',')}]}`);
 
 /**
  * Starts the inspector on 127.0.0.1 and resolves once it listens.
@@ -80,10 +259,7 @@ const PAGE_FILES: Record<string, { file: string; type: string }> = {
 export async function startInspectorServer(
   options: InspectorServerOptions = {},
 ): Promise<InspectorServer> {
-  const assets = new Map<string, Buffer>();
-  for (const { file } of Object.values(PAGE_FILES)) {
-    if (!assets.has(file)) assets.set(file, await fsSeam.readFile(join(PAGE_DIR, file)));
-  }
+  const pageFiles = await loadPage();
 
   const serverId = randomBytes(6).toString('hex');
   const startedAt = Date.now();
@@ -97,36 +273,69 @@ export async function startInspectorServer(
   const defs: DefRecord[] = [];
   const history: InspectorRecord[] = [];
   const metrics: MetricsRecord[] = [];
-  let pending: InspectorRecord[] = [];
+  /** Records not yet flushed, each serialized once: their size bounds the batch. */
+  let pending: string[] = [];
+  let pendingBytes = 0;
   let flushTimer: NodeJS.Timeout | undefined;
 
-  const clients = new Set<WebSocket>();
-  const statelyClients = new Set<WebSocket>();
-  const statelyBuffer: string[] = [];
-
-  const sendTo = (ws: WebSocket, message: ServerMessage | string) => {
-    if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
-      ws.terminate();
-      return;
+  /**
+   * A page's replay: the records after `after`, up to what was flushed to live pages (what is
+   * pending reaches it with the next batch), about REPLAY_CHUNK_BYTES of them at a time.
+   */
+  const pageReplay = (after: number) => {
+    // defs, metrics and history are each in sequence order: merge them.
+    const cursors = [defs, metrics, history].map((list) => ({ list, at: firstAfter(list, after) }));
+    const head = (c: (typeof cursors)[number]): InspectorRecord | undefined => {
+      const r = c.list[c.at];
+      return r !== undefined && r.i <= flushedSeq ? r : undefined;
+    };
+    const jsons: string[] = [];
+    let bytes = 0;
+    let last = after;
+    while (bytes < REPLAY_CHUNK_BYTES) {
+      let next: (typeof cursors)[number] | undefined;
+      for (const c of cursors) {
+        const r = head(c);
+        if (r !== undefined && (next === undefined || r.i < head(next)!.i)) next = c;
+      }
+      if (next === undefined) break;
+      const record = head(next)!;
+      next.at++;
+      const json = JSON.stringify(record);
+      jsons.push(json);
+      bytes += json.length + 1;
+      last = record.i;
     }
-    ws.send(typeof message === 'string' ? message : JSON.stringify(message));
+    return jsons.length === 0 ? undefined : { data: batchOf(jsons), seq: last };
   };
+  const pages = new Feed(pageReplay);
+
+  /** Stately's stream: one event a message; `statelySeq` numbers them, the buffer has the last. */
+  const statelyBuffer: string[] = [];
+  let statelySeq = 0;
+  const statelyReplay = (after: number) => {
+    const first = statelySeq - statelyBuffer.length + 1;
+    const seq = Math.max(after + 1, first);
+    const json = statelyBuffer[seq - first];
+    return json === undefined ? undefined : { data: Buffer.from(json), seq };
+  };
+  const statelyFeed = new Feed(statelyReplay);
 
   const flush = () => {
     if (flushTimer !== undefined) clearTimeout(flushTimer);
     flushTimer = undefined;
     if (pending.length === 0) return;
-    const batch = JSON.stringify({ type: 'batch', records: pending } satisfies ServerMessage);
-    flushedSeq = pending[pending.length - 1]!.i;
+    const batch = batchOf(pending);
+    flushedSeq = seq;
     pending = [];
-    for (const ws of clients) sendTo(ws, batch);
+    pendingBytes = 0;
+    pages.publish(batch, flushedSeq);
   };
 
-  const relayStately = (json: string) => {
+  const relayStately = (json: string, from?: WebSocket) => {
     statelyBuffer.push(json);
     if (statelyBuffer.length > STATELY_BUFFER_LIMIT) statelyBuffer.shift();
-    for (const ws of statelyClients) sendTo(ws, json);
+    statelyFeed.publish(Buffer.from(json), ++statelySeq, from);
   };
 
   let forwarder: StatelyForwarder | undefined;
@@ -145,9 +354,11 @@ export async function startInspectorServer(
         dropped += cut;
       }
     }
-    pending.push(record);
+    const json = JSON.stringify(record);
+    pending.push(json);
+    pendingBytes += json.length + 1;
     // A burst flushes early: messages and the pending list stay bounded.
-    if (pending.length >= MAX_BATCH) flush();
+    if (pending.length >= MAX_BATCH || pendingBytes >= MAX_BATCH_BYTES) flush();
     // unref: batching must never be what keeps the process alive.
     else flushTimer ??= setTimeout(flush, BATCH_MS).unref();
     forwarder?.forward(record);
@@ -176,8 +387,8 @@ export async function startInspectorServer(
       return void respond(res, 405, 'text/plain', 'method not allowed\n');
     }
     const path = (req.url ?? '/').split('?')[0]!;
-    const page = PAGE_FILES[path];
-    if (page !== undefined) return void respond(res, 200, page.type, assets.get(page.file)!);
+    const page = pageFiles.get(path);
+    if (page !== undefined) return void respond(res, 200, page.type, page.body);
     if (path === '/history.json') {
       const body = JSON.stringify({ startedAt, dropped, defs, records: history, metrics });
       return void respond(res, 200, 'application/json', body);
@@ -225,36 +436,19 @@ export async function startInspectorServer(
     });
   });
 
+  const message = (m: ServerMessage) => Buffer.from(JSON.stringify(m));
+
   const onPage = (ws: WebSocket) => {
-    clients.add(ws);
-    ws.on('close', () => clients.delete(ws));
-    ws.on('error', () => clients.delete(ws));
     ws.on('message', () => undefined); // the page only listens
-    sendTo(ws, { type: 'hello', server: serverId, startedAt, dropped, stately });
-    // Everything already flushed to others; what is pending reaches this page with the batch.
-    const replay: InspectorRecord[] = [...defs, ...metrics, ...history].filter(
-      (r) => r.i <= flushedSeq,
-    );
-    replay.sort((a, b) => a.i - b.i);
-    for (let at = 0; at < replay.length; at += REPLAY_CHUNK) {
-      sendTo(ws, { type: 'batch', records: replay.slice(at, at + REPLAY_CHUNK) });
-    }
+    pages.add(ws, message({ type: 'hello', server: serverId, startedAt, dropped, stately }));
   };
 
   // Compatible with `@statelyai/inspect/server`: each socket gets the buffered stream, and what
   // a client sends (e.g. `createWebSocketInspector({ url: 'ws://127.0.0.1:PORT/stately/ws' })`
   // in another process) is relayed to the others.
   const onStately = (ws: WebSocket) => {
-    statelyClients.add(ws);
-    ws.on('close', () => statelyClients.delete(ws));
-    ws.on('error', () => statelyClients.delete(ws));
-    for (const json of statelyBuffer) sendTo(ws, json);
-    ws.on('message', (data) => {
-      const json = data.toString();
-      statelyBuffer.push(json);
-      if (statelyBuffer.length > STATELY_BUFFER_LIMIT) statelyBuffer.shift();
-      for (const other of statelyClients) if (other !== ws) sendTo(other, json);
-    });
+    statelyFeed.add(ws);
+    ws.on('message', (data) => relayStately(data.toString(), ws));
   };
 
   await new Promise<void>((resolve, reject) => {
@@ -283,13 +477,13 @@ export async function startInspectorServer(
       closed = true;
       flush();
       forwarder?.stop();
-      const sockets = [...clients, ...statelyClients];
+      pages.sendAll(message({ type: 'bye' }));
+      const sockets = [...pages.subscribers.keys(), ...statelyFeed.subscribers.keys()];
       const gone = sockets.map(
         (ws) =>
           new Promise<void>((resolve) => {
             if (ws.readyState === WebSocket.CLOSED) return resolve();
             ws.once('close', () => resolve());
-            if (clients.has(ws)) sendTo(ws, { type: 'bye' });
             ws.close(1001, 'inspector closed');
             // A page that does not answer the close handshake is cut off.
             setTimeout(() => ws.terminate(), 1000).unref();
@@ -327,6 +521,15 @@ export async function startInspectorServer(
         bytes: m.bytes,
         liveTasks: m.liveTasks,
       });
+    },
+    pages() {
+      return {
+        open: pages.subscribers.size,
+        catchingUp: [...pages.subscribers.values()].filter((s) => s.catchingUp).length,
+        bufferedBytes: pages.bufferedBytes(),
+        peakBufferedBytes: pages.peakBufferedBytes,
+        dropped: pages.dropped,
+      };
     },
     close,
   };

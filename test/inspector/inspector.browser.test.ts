@@ -8,6 +8,7 @@
  * and it writes screenshots to test-artifacts/.
  */
 import { existsSync } from 'node:fs';
+import type { DefRecord, InspectorRecord } from '../../inspector/protocol.ts';
 import { startInspectorServer } from '../../inspector/server.ts';
 import { recoverChannelState } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
@@ -51,6 +52,8 @@ const driverArgs = withDemo
       '7',
     ]
   : ['inspect', '--demo', '--tasks', '4', '--concurrency', '2'];
+/** What the driver prints once its run is over (the page keeps being served). */
+const RUN_ENDED = withDemo ? /inspector still serving/ : /demo: \d+ tasks/;
 /** The demo exits with its run's code after Ctrl-C once the run is over; inspect with 130. */
 const exitAfterCtrlC = withDemo ? 0 : 130;
 
@@ -140,21 +143,24 @@ describe.skipIf(!hasChromium)('the live inspector in Chromium', () => {
     await page.goto(url);
     await page.waitForSelector('#conn[data-conn="live"]');
 
-    // Let the run end: no live task and no new event for a while.
-    let last = '';
-    let quiet = 0;
-    await waitFor(
-      'the run to end',
-      async () => {
-        await page.waitForTimeout(500);
-        const s = await stats(page);
-        const key = `${s.tasks}/${s.live}/${s.events}`;
-        quiet = s.live === 0 && s.tasks >= 3 && key === last ? quiet + 1 : 0;
-        last = key;
-        return quiet >= 3 ? s : undefined;
-      },
-      { child: driver, timeoutMs: 45_000 },
+    // The run has ended when the driver says so; the page is up to date once it counts every
+    // event the relay recorded (events are never trimmed from a run this small).
+    await waitFor('the run to end', () => (RUN_ENDED.test(driver.stderr) ? true : undefined), {
+      child: driver,
+      timeoutMs: 45_000,
+    });
+    const history = (await (await fetch(`${url}history.json`)).json()) as {
+      defs: DefRecord[];
+      records: InspectorRecord[];
+    };
+    const recorded = history.records.filter((r) => r.k === 'event').length;
+    await page.waitForFunction(
+      (n) => document.getElementById('stat-events')!.textContent === n,
+      recorded.toLocaleString('en-US'),
     );
+    const afterRun = await stats(page);
+    expect(afterRun.live).toBe(0);
+    expect(afterRun.tasks).toBeGreaterThanOrEqual(3);
 
     // Live: the lit state changed while the page watched. Our paced loop lets a person (and
     // this test) follow one task through fetching → gap → draining; the demo pool may run a
@@ -169,6 +175,32 @@ describe.skipIf(!hasChromium)('the live inspector in Chromium', () => {
       expect(watched, `states seen live: ${seen.join(', ')}`).not.toEqual([]);
     }
     await page.screenshot({ path: join(artifacts, 'inspector-live.png') });
+
+    // Transitions name their actions on the chart itself, as the task machine defines them
+    // (named actions by name, inline ones by XState's name for them), not only in a tooltip.
+    const alive = history.defs
+      .find((d) => d.def.key === 'task')!
+      .def.root.states.find((s) => s.key === 'alive')!;
+    const aliveChips = (selector: string) =>
+      page.$$eval(
+        `#task-chart .st[data-machine="task"][data-state="alive"] > .st-notes ${selector}`,
+        (els) => els.map((e) => (e.textContent ?? '').replace(/\s+/g, ' ').trim()),
+      );
+    const shown = (action: string) => action.replace(/^xstate\./, '');
+    const handledHere = await aliveChips('.tchip.on .on-ev');
+    const selfTransitions = alive.transitions.filter((t) => t.targets.length === 0);
+    expect(selfTransitions.map((t) => t.event)).toContain('FETCH.HANDOFF');
+    for (const t of selfTransitions) {
+      const item = handledHere.find((h) => h.split(' ')[0] === t.event);
+      expect(item, `${t.event} among ${handledHere.join(' | ')}`).toBeDefined();
+      for (const a of t.actions) expect(item, t.event).toContain(shown(a));
+    }
+    const chips = await aliveChips('.tchip:not(.on)');
+    for (const t of alive.transitions.filter((u) => u.targets.length > 0)) {
+      const chip = chips.find((c) => c.startsWith(`${t.event} →`));
+      expect(chip, `${t.event} among ${chips.join(' | ')}`).toBeDefined();
+      if (t.actions.length) expect(chip).toContain(`/ ${t.actions.map(shown).join(', ')}`);
+    }
 
     // History: pick a finished task, pause, and step through it from the start.
     const finished = await page.getAttribute('#task-list li[data-leaf="finished"]', 'data-task');

@@ -1,0 +1,93 @@
+// @ts-check
+// The actors panel: the focused task's actor tree with kind and state, and the task context
+// (what it owns, what the registry closed, spilled and delivered bytes, checkpoints, cause).
+
+/** @import { ActorView, TaskView } from './model.js' */
+
+import { $, esc, setHTML } from './dom.js';
+import { bytes, errText, leafOf, leafPath } from './format.js';
+import { C, ownerColor } from './palette.js';
+
+/** @param {TaskView | undefined} task */
+export function renderActors(task) {
+  if (!task) {
+    setHTML($('actor-tree'), '');
+    setHTML($('context'), '');
+    return;
+  }
+  setHTML($('actor-tree'), actorTree(task));
+  setHTML($('context'), contextHtml(task));
+}
+
+/** @param {TaskView} task */
+function actorTree(task) {
+  /** @type {Map<string, ActorView[]>} */
+  const kids = new Map();
+  for (const a of task.actors.values()) {
+    if (a.parent === null) continue;
+    const list = kids.get(a.parent);
+    if (list) list.push(a);
+    else kids.set(a.parent, [a]);
+  }
+  for (const list of kids.values()) list.sort((x, y) => x.i - y.i);
+  /** @type {string[]} */
+  const rows = [];
+  /** @type {(a: ActorView, prefix: string, last: boolean, depth: number) => void} */
+  const row = (a, prefix, last, depth) => {
+    const glyph = depth === 0 ? '' : `${prefix}${last ? '└ ' : '├ '}`;
+    let state = '';
+    if (a.kind === 'machine' || a.value !== undefined) {
+      state = `<b title="${esc(leafPath(a.value))}">${esc(leafOf(a.value) || '·')}</b>`;
+      if (a.status !== 'active') state += ` · ${esc(a.status)}`;
+    } else {
+      state = esc(a.status);
+      if (a.status === 'error' && a.error) state += ` · ${esc(errText(a.error))}`;
+    }
+    const name = a.path === '' ? task.key : a.id;
+    rows.push(
+      `<div class="actor" data-actor="${esc(a.path)}" data-status="${esc(a.status)}"><span class="aname"><span class="tree">${esc(glyph)}</span><span class="dot ${esc(a.status)}"></span>${esc(name)}</span><span class="kind">${esc(a.kind)}</span><span class="astate">${state}</span></div>`,
+    );
+    const children = kids.get(a.path) || [];
+    const nextPrefix = depth === 0 ? '' : `${prefix}${last ? '  ' : '│ '}`;
+    children.forEach((c, k) => row(c, nextPrefix, k === children.length - 1, depth + 1));
+  };
+  const root = task.actors.get('');
+  if (root) row(root, '', true, 0);
+  return rows.join('');
+}
+
+/** @param {TaskView} task */
+function contextHtml(task) {
+  const ctx = task.ctx;
+  const own = Object.entries(ctx.ownership || {});
+  const ownHtml = own.length
+    ? own
+        .map(([r, o]) => `${esc(r)}→<span style="color:${ownerColor(o)}">${esc(o)}</span>`)
+        .join(', ')
+    : '<span class="muted">nothing owned</span>';
+  const closed = ctx.closedByRegistry || [];
+  const fetch = ctx.fetch;
+  const drain = ctx.drain;
+  const none = '<span class="muted">—</span>';
+  /** @type {[string, string][]} */
+  const items = [
+    ['owns', ownHtml],
+    [
+      'closed by registry',
+      closed.length ? `<span style="color:${C.failed}">${esc(closed.join(', '))}</span>` : none,
+    ],
+    [
+      'spilled',
+      fetch ? `${esc(fetch.spillFiles)} files · ${esc(bytes(fetch.spilledBytes))}` : none,
+    ],
+    ['delivered', drain ? `${esc(bytes(drain.bytes))} · ${esc(drain.buffers)} buffers` : none],
+    ['checkpoints', `${esc(ctx.checkpoints ?? 0)} · trigger ${esc(ctx.trigger ?? '—')}`],
+  ];
+  if (ctx.cause) items.push(['cause', `<span class="bad">${esc(errText(ctx.cause))}</span>`]);
+  return items
+    .map(
+      ([k, v]) =>
+        `<span class="k">${esc(k)}</span><span class="v${k === 'cause' ? ' bad' : ''}">${v}</span>`,
+    )
+    .join('');
+}
