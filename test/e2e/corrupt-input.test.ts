@@ -185,7 +185,7 @@ describe('G9 corrupt checkpoints through spillway recover', () => {
     ['corrupt-truncated-payload.spwc', 77],
   ];
   for (const [name, offset] of vectors) {
-    it(`G9 the shared vector ${name} exits 2 naming byte ${offset}`, async () => {
+    it(`G9 the test vector ${name} exits 2 naming byte ${offset}`, async () => {
       await expectRejected(join(vectorsDir, name), offset);
     });
   }

@@ -43,6 +43,7 @@ import {
   spillLeftovers,
   spillwayBin,
   startTicksOf,
+  vectorsDir,
   waitFor,
   type Child,
 } from './harness.ts';
@@ -242,7 +243,7 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
     const next = await runCli(
       [
         'recover',
-        '/work/shared/vectors/tiny.spwc',
+        join(vectorsDir, 'tiny.spwc'),
         '--out',
         join(dir, 'out2'),
         '--spill-root',

@@ -21,7 +21,8 @@ export { makeTempRoot };
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const spillwayBin = join(repoRoot, 'bin', 'spillway');
 export const fixturesDir = join(repoRoot, 'test', 'fixtures');
-export const vectorsDir = '/work/shared/vectors';
+/** The repository's own checkpoint vectors (test/fixtures/vectors/README.md). */
+export const vectorsDir = join(fixturesDir, 'vectors');
 
 /** A child process with everything it printed so far. */
 export interface Child {

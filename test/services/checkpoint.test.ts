@@ -21,7 +21,7 @@ import { CorruptCheckpointError, MisuseError, suppressedOf } from '../../src/ser
 import { fsOpCounts, injectFault, resetFsSeam } from '../../src/services/fs.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
-const VECTORS = fileURLToPath(new URL('../../../shared/vectors/', import.meta.url));
+const VECTORS = fileURLToPath(new URL('../fixtures/vectors/', import.meta.url));
 const MIB = 1024 * 1024;
 
 afterEach(() => {
@@ -129,7 +129,7 @@ describe('checkpoint constants', () => {
   });
 });
 
-describe('readCheckpoint: shared vectors', () => {
+describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   for (const name of ['tiny', 'small']) {
     it(`${name}.spwc reproduces ${name}.expected/ byte-exact per channel`, async () => {
       const path = join(VECTORS, `${name}.spwc`);
