@@ -497,14 +497,6 @@ class Replay {
     const snap = this.actor.getSnapshot();
     const { ownership, state: fetched, drainer, services } = snap.context;
     const owned = Object.keys(ownership).sort();
-    if ((globalThis as any).DBG)
-      console.log(
-        state,
-        JSON.stringify(ownership),
-        Object.keys(snap.children),
-        fetched?.refCount,
-        fetched?.isClosed,
-      );
     const where = `in ${state}, ownership ${JSON.stringify(ownership)}`;
     const { taskDirs } = listSpill(this.spillRoot);
 
