@@ -6,30 +6,22 @@
  * transition. After the file it prints what actually ran, as one line:
  * `model coverage: transitions X/Y, abort paths A/B clean`.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { traverseModel, transitionsOf } from './paths.ts';
 import { replayPath } from './replay.ts';
-import { makeSmallCheckpoint, removeDir, tempDir } from './support.ts';
 
 const traversal = traverseModel();
 const abortPaths = traversal.paths.filter((p) => p.isAbort);
 /** What the path tests that passed in this run walked: for the printed line only. */
 const ran = { walked: new Set<string>(), cleanAborts: 0 };
-let fixtureDir = '';
-let fixture: MadeCheckpoint;
+const input = suiteCheckpoint((dir) => makeSmallCheckpoint(dir));
 
-beforeAll(async () => {
-  fixtureDir = await tempDir();
-  fixture = await makeSmallCheckpoint(fixtureDir);
-});
-
-afterAll(async () => {
+afterAll(() => {
   const covered = traversal.transitions.filter((t) => ran.walked.has(t)).length;
   console.log(
     `model coverage: transitions ${covered}/${traversal.transitions.length}, abort paths ${ran.cleanAborts}/${abortPaths.length} clean`,
   );
-  await removeDir(fixtureDir);
 });
 
 describe('spec model traversal', () => {
@@ -50,9 +42,9 @@ describe('every model path replayed on the real task keeps G1, G2, G3 and G5', (
   for (const path of traversal.paths) {
     it(`${path.ending}: ${path.name}`, async () => {
       // The oracle throws on the first broken promise; returning means this path is clean.
-      const outcome = await replayPath(path, { fixture });
+      const outcome = await replayPath(path, { fixture: input.made });
       if (path.isAbort) expect(outcome.error).toBeInstanceOf(Error);
-      else expect(outcome.report?.bytesDelivered).toBe(fixture.payloadBytes);
+      else expect(outcome.report?.bytesDelivered).toBe(input.made.payloadBytes);
       for (const t of transitionsOf(path)) ran.walked.add(t);
       if (path.isAbort) ran.cleanAborts++;
     });

@@ -3,28 +3,20 @@
  * deliberately broken task machine (./mutants.ts). An oracle that never fails proves nothing.
  * Each mutant's test stands alone; the line `mutants caught: N/4` is printed after the file.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { afterAll, describe, expect, it } from 'vitest';
 import { taskMachine } from '../../src/machines/task.machine.ts';
+import { makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { traverseModel } from './paths.ts';
 import { OracleViolation, replayPath } from './replay.ts';
 import { mutants } from './mutants.ts';
-import { makeSmallCheckpoint, removeDir, tempDir } from './support.ts';
 
 const { paths } = traverseModel();
-let fixtureDir = '';
-let fixture: MadeCheckpoint;
+const input = suiteCheckpoint((dir) => makeSmallCheckpoint(dir));
 /** Mutants whose test ran and caught them in this run: for the printed line only. */
 const caught = new Set<string>();
 
-beforeAll(async () => {
-  fixtureDir = await tempDir();
-  fixture = await makeSmallCheckpoint(fixtureDir);
-});
-
-afterAll(async () => {
+afterAll(() => {
   console.log(`mutants caught: ${caught.size}/${mutants().length}`);
-  await removeDir(fixtureDir);
 });
 
 describe('mutation check: the model oracle catches each broken machine', () => {
@@ -34,7 +26,7 @@ describe('mutation check: the model oracle catches each broken machine', () => {
       const examples: string[] = [];
       for (const path of paths) {
         try {
-          await replayPath(path, { fixture, machine: mutant.machine, hangMs: 3_000 });
+          await replayPath(path, { fixture: input.made, machine: mutant.machine, hangMs: 3_000 });
         } catch (e) {
           // Only the oracle's verdicts count; anything else is a bug in the harness.
           if (!(e instanceof OracleViolation)) throw e;

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -20,8 +19,8 @@ import { readCheckpoint, type CheckpointSummary } from '../../src/services/check
 import { CorruptCheckpointError, MisuseError, suppressedOf } from '../../src/services/errors.ts';
 import { fsOpCounts, injectFault, resetFsSeam } from '../../src/services/fs.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+import { vector } from '../helpers/checkpoints.ts';
 
-const VECTORS = fileURLToPath(new URL('../fixtures/vectors/', import.meta.url));
 const MIB = 1024 * 1024;
 
 afterEach(() => {
@@ -132,9 +131,9 @@ describe('checkpoint constants', () => {
 describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   for (const name of ['tiny', 'small']) {
     it(`${name}.spwc reproduces ${name}.expected/ byte-exact per channel`, async () => {
-      const path = join(VECTORS, `${name}.spwc`);
+      const path = vector(`${name}.spwc`);
       const got = await collect(path);
-      const expectedDir = join(VECTORS, `${name}.expected`);
+      const expectedDir = vector(`${name}.expected`);
       const files = (await readdir(expectedDir)).sort();
       expect([...got.channels.keys()].map((k) => `${k}.bin`).sort()).toEqual(files);
       for (const file of files) {
@@ -155,7 +154,7 @@ describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   }
 
   it('tiny.spwc reports entries with header offsets, zero-length entry included', async () => {
-    const got = await collect(join(VECTORS, 'tiny.spwc'));
+    const got = await collect(vector('tiny.spwc'));
     expect(got.entries).toEqual([
       { gate: 0, channel: 1, length: 2, offset: 8 },
       { gate: 7, channel: 3, length: 0, offset: 26 },
@@ -166,17 +165,17 @@ describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   });
 
   it('any read chunk size gives the same result (headers and payloads straddle reads)', async () => {
-    const tiny = await collect(join(VECTORS, 'tiny.spwc'));
+    const tiny = await collect(vector('tiny.spwc'));
     for (let chunk = 1; chunk <= 24; chunk++) {
-      const got = await collect(join(VECTORS, 'tiny.spwc'), { readChunkBytes: chunk });
+      const got = await collect(vector('tiny.spwc'), { readChunkBytes: chunk });
       expect(got.entries).toEqual(tiny.entries);
       expect(got.channels).toEqual(tiny.channels);
       expect(got.summary).toEqual(tiny.summary);
       expect(Math.max(...got.chunkSizes)).toBeLessThanOrEqual(chunk);
     }
-    const small = await collect(join(VECTORS, 'small.spwc'));
+    const small = await collect(vector('small.spwc'));
     for (const chunk of [4093, 65536]) {
-      const got = await collect(join(VECTORS, 'small.spwc'), { readChunkBytes: chunk });
+      const got = await collect(vector('small.spwc'), { readChunkBytes: chunk });
       // Buffer.equals: a deep toEqual over megabytes is needlessly slow.
       expect([...got.channels.keys()]).toEqual([...small.channels.keys()]);
       for (const [k, v] of got.channels) expect(v.equals(small.channels.get(k)!)).toBe(true);
@@ -184,7 +183,7 @@ describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   });
 
   it('corrupt-bad-magic.spwc: CorruptCheckpointError at byte 0', async () => {
-    const path = join(VECTORS, 'corrupt-bad-magic.spwc');
+    const path = vector('corrupt-bad-magic.spwc');
     const e = await corruptOf(path);
     expect(e.offset).toBe(0);
     expect(e.reason).toMatch(/magic 0x53505758/);
@@ -192,7 +191,7 @@ describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   });
 
   it('corrupt-crc-mismatch.spwc: error at the last entry’s crc field (73), after delivery', async () => {
-    const path = join(VECTORS, 'corrupt-crc-mismatch.spwc');
+    const path = vector('corrupt-crc-mismatch.spwc');
     const delivered: Buffer[] = [];
     const error = await readCheckpoint(path, {
       onEntry() {},
@@ -209,13 +208,13 @@ describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   });
 
   it('corrupt-truncated-payload.spwc: error at the end of the file (77)', async () => {
-    const e = await corruptOf(join(VECTORS, 'corrupt-truncated-payload.spwc'));
+    const e = await corruptOf(vector('corrupt-truncated-payload.spwc'));
     expect(e.offset).toBe(77);
     expect(e.reason).toMatch(/entry at byte 61: expected 3 bytes, 0 present/);
   });
 
   it('corrupt-negative-length.spwc: error at the first entry’s length field (16)', async () => {
-    const e = await corruptOf(join(VECTORS, 'corrupt-negative-length.spwc'));
+    const e = await corruptOf(vector('corrupt-negative-length.spwc'));
     expect(e.offset).toBe(16);
     expect(e.reason).toMatch(/length -5/);
   });
@@ -228,7 +227,7 @@ describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
       ['corrupt-negative-length.spwc', 16],
     ];
     for (const [name, offset] of cases) {
-      const e = await corruptOf(join(VECTORS, name), { readChunkBytes: 1 });
+      const e = await corruptOf(vector(name), { readChunkBytes: 1 });
       expect(e.offset).toBe(offset);
     }
   });
@@ -239,7 +238,7 @@ describe('readCheckpoint: every corrupt class, edited from a valid file', () => 
   let dir: string | undefined;
 
   async function variant(name: string, edit: (b: Buffer) => Buffer | void): Promise<string> {
-    tiny ??= await readFile(join(VECTORS, 'tiny.spwc'));
+    tiny ??= await readFile(vector('tiny.spwc'));
     dir ??= await makeTempRoot();
     const copy = Buffer.from(tiny);
     const bytes = edit(copy) ?? copy;
@@ -446,7 +445,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
 
   it('an EIO from the seam propagates unchanged and the file is closed', async () => {
     injectFault({ op: 'read', code: 'EIO', nth: 2 });
-    const error = await collect(join(VECTORS, 'small.spwc')).catch((e: unknown) => e);
+    const error = await collect(vector('small.spwc')).catch((e: unknown) => e);
     expect(error).not.toBeInstanceOf(CorruptCheckpointError);
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
     expect((error as Error).message).toMatch(/injected/);
@@ -456,18 +455,16 @@ describe('readCheckpoint: streaming, faults, abort', () => {
 
   it('an open fault propagates and nothing is left open', async () => {
     injectFault({ op: 'open', code: 'ENOENT' });
-    const error = await collect(join(VECTORS, 'tiny.spwc')).catch((e: unknown) => e);
+    const error = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect((error as NodeJS.ErrnoException).code).toBe('ENOENT');
     expect(fsOpCounts().close).toBe(0);
   });
 
   it('a close fault fails a good read, but is only suppressed behind a corrupt-file error', async () => {
     injectFault({ op: 'close', code: 'EIO', times: 2 });
-    const good = await collect(join(VECTORS, 'tiny.spwc')).catch((e: unknown) => e);
+    const good = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect((good as NodeJS.ErrnoException).code).toBe('EIO');
-    const bad = await collect(join(VECTORS, 'corrupt-negative-length.spwc')).catch(
-      (e: unknown) => e,
-    );
+    const bad = await collect(vector('corrupt-negative-length.spwc')).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(CorruptCheckpointError);
     expect(suppressedOf(bad).map((e) => (e as NodeJS.ErrnoException).code)).toEqual(['EIO']);
     expectClosedEverything();
@@ -475,7 +472,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
 
   it('a visitor error propagates unchanged and the file is closed', async () => {
     const boom = new Error('sink failed');
-    const error = await readCheckpoint(join(VECTORS, 'tiny.spwc'), {
+    const error = await readCheckpoint(vector('tiny.spwc'), {
       onEntry() {},
       onPayload() {
         throw boom;
@@ -489,9 +486,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     const controller = new AbortController();
     const reason = new Error('cancelled');
     controller.abort(reason);
-    await expect(collect(join(VECTORS, 'tiny.spwc'), { signal: controller.signal })).rejects.toBe(
-      reason,
-    );
+    await expect(collect(vector('tiny.spwc'), { signal: controller.signal })).rejects.toBe(reason);
     expect(fsOpCounts().open).toBe(0);
   });
 
@@ -499,7 +494,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     const controller = new AbortController();
     let delivered = 0;
     const error = await readCheckpoint(
-      join(VECTORS, 'small.spwc'),
+      vector('small.spwc'),
       {
         onEntry() {},
         onPayload(chunk) {
@@ -515,9 +510,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
   });
 
   it('rejects a non-positive readChunkBytes', async () => {
-    await expect(collect(join(VECTORS, 'tiny.spwc'), { readChunkBytes: 0 })).rejects.toThrow(
-      RangeError,
-    );
+    await expect(collect(vector('tiny.spwc'), { readChunkBytes: 0 })).rejects.toThrow(RangeError);
   });
 });
 
