@@ -5,7 +5,8 @@
  */
 import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { lines, makeTempRoot, runCli } from './harness.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+import { lines, runCli } from './harness.ts';
 
 /** What the run left in TMPDIR, minus tsx's compile cache (the TS loader's, not the bench's). */
 async function leftovers(tmp: string): Promise<string[]> {

@@ -4,13 +4,14 @@
  * nor an output file. Each class is made from a valid checkpoint by editing bytes, with the
  * defect near the end so that spill files exist by the time it is found.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
-import { lines, listTree, makeTempRoot, runCli, spillLeftovers, vectorsDir } from './harness.ts';
+import { vector } from '../helpers/checkpoints.ts';
+import { makeTempRoot, removeDir, tempDir } from '../helpers/temp.ts';
+import { lines, listTree, runCli, spillLeftovers } from './harness.ts';
 
 interface Entry {
   offset: number;
@@ -22,7 +23,7 @@ let valid: Buffer;
 let entries: Entry[];
 
 beforeAll(async () => {
-  baseDir = await mkdtemp(join(tmpdir(), 'spillway-test-'));
+  baseDir = await tempDir();
   const path = join(baseDir, 'valid.spwc');
   // 3 MiB over 3 channels: with 256 KiB spill files the fetch has spilled several files (1 MiB
   // segments make them ~0.5 MiB each) before it reaches a defect in the last entries.
@@ -36,7 +37,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await rm(baseDir, { recursive: true, force: true });
+  await removeDir(baseDir);
 });
 
 const last = (): Entry => entries[entries.length - 1]!;
@@ -185,8 +186,8 @@ describe('G9 corrupt checkpoints through spillway recover', () => {
     ['corrupt-truncated-payload.spwc', 77],
   ];
   for (const [name, offset] of vectors) {
-    it(`G9 the shared vector ${name} exits 2 naming byte ${offset}`, async () => {
-      await expectRejected(join(vectorsDir, name), offset);
+    it(`G9 the test vector ${name} exits 2 naming byte ${offset}`, async () => {
+      await expectRejected(vector(name), offset);
     });
   }
 });

@@ -8,43 +8,42 @@
  * Children are stopped at exact points: the CLI by watching its files appear, the fixture
  * (test/fixtures/recover-child.ts) by pausing in the fs seam hook or its channel consumer.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import {
   lstat,
   mkdir,
-  mkdtemp,
   readdir,
   readFile,
-  rm,
   stat,
   symlink,
   utimes,
   writeFile,
 } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { channelBytes, suiteCheckpoint, vector } from '../helpers/checkpoints.ts';
 import {
   boot8,
   bootId,
-  channelBytes,
-  expectByteExact,
-  lines,
-  makeTempRoot,
+  deadPid,
   nextMessage,
-  ownerDirs,
-  runCli,
-  spawnCli,
   spawnFixture,
   spawnTracked,
-  spillFiles,
-  spillLeftovers,
-  spillwayBin,
   startTicksOf,
   waitFor,
   type Child,
+} from '../helpers/processes.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+import {
+  expectByteExact,
+  lines,
+  ownerDirs,
+  runCli,
+  spawnCli,
+  spillFiles,
+  spillLeftovers,
+  spillwayBin,
 } from './harness.ts';
 
 interface SweepJson {
@@ -60,19 +59,10 @@ interface Paused {
   ownerDir: string;
 }
 
-let baseDir: string;
 /** 32 MiB over 2 × 4 channels: with 2 MiB spill files, 10+ files and ~0.2 s per stage. */
-let checkpoint: string;
-
-beforeAll(async () => {
-  baseDir = await mkdtemp(join(tmpdir(), 'spillway-test-'));
-  checkpoint = join(baseDir, 'cp32.spwc');
-  await makeCheckpoint({ out: checkpoint, gates: 2, channels: 4, mb: 32, seed: 11 });
-});
-
-afterAll(async () => {
-  await rm(baseDir, { recursive: true, force: true });
-});
+const input = suiteCheckpoint((dir) =>
+  makeCheckpoint({ out: join(dir, 'cp32.spwc'), gates: 2, channels: 4, mb: 32, seed: 11 }),
+);
 
 async function newRoot(): Promise<{ dir: string; root: string; out: string }> {
   const dir = await makeTempRoot();
@@ -103,13 +93,6 @@ async function expectDeadOwnerFiles(root: string): Promise<string> {
   expect((await readdir(owner)).filter((n) => n.startsWith('task-'))).toHaveLength(1);
   expect((await spillFiles(root)).length).toBeGreaterThan(0);
   return owner;
-}
-
-/** A pid that no longer runs: the child has exited and been reaped. */
-function deadPid(): number {
-  const pid = spawnSync('true').pid;
-  if (pid === undefined) throw new Error('could not spawn');
-  return pid;
 }
 
 /** Plants an owner dir as another Spillway process would have left it, with a spill file. */
@@ -146,7 +129,7 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
     const { root, out } = await newRoot();
     const child = spawnCli([
       'recover',
-      checkpoint,
+      input.path,
       '--out',
       out,
       '--spill-root',
@@ -173,7 +156,7 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
     const { root, out } = await newRoot();
     const child = spawnCli([
       'recover',
-      checkpoint,
+      input.path,
       '--out',
       out,
       '--spill-root',
@@ -199,7 +182,7 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
     const remainder = join(dir, 'cp-1.spwc');
     const child = spawnFixture('recover-child.ts', [
       JSON.stringify({
-        checkpoint,
+        checkpoint: input.path,
         spillRoot: root,
         out,
         maxSpillFileBytes: 2 * 1024 * 1024,
@@ -229,7 +212,7 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
 
   it('G7 the next spillway recover in the same spill root sweeps the dead owner dir at start-up', async () => {
     const { dir, root, out } = await newRoot();
-    const child = spawnCli(['recover', checkpoint, '--out', out, '--spill-root', root]);
+    const child = spawnCli(['recover', input.path, '--out', out, '--spill-root', root]);
     await waitFor(
       'a spill file',
       async () => (await spillFiles(root)).find((p) => p.endsWith('spill-segment-0.bin')),
@@ -240,15 +223,7 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
 
     // SPILLWAY_DEBUG shows the start-up sweep's decisions on stderr.
     const next = await runCli(
-      [
-        'recover',
-        '/work/shared/vectors/tiny.spwc',
-        '--out',
-        join(dir, 'out2'),
-        '--spill-root',
-        root,
-        '--json',
-      ],
+      ['recover', vector('tiny.spwc'), '--out', join(dir, 'out2'), '--spill-root', root, '--json'],
       { SPILLWAY_DEBUG: '1' },
     );
     expect(next.code, next.stderr).toBe(0);
@@ -263,7 +238,7 @@ describe('G7 a live recovery beside sweeps', () => {
     const { root, out } = await newRoot();
     const child = spawnFixture('recover-child.ts', [
       JSON.stringify({
-        checkpoint,
+        checkpoint: input.path,
         spillRoot: root,
         out,
         maxSpillFileBytes: 2 * 1024 * 1024,
@@ -271,7 +246,7 @@ describe('G7 a live recovery beside sweeps', () => {
         pauseDrain: true,
       }),
     ]);
-    const expected = await channelBytes(checkpoint);
+    const expected = await channelBytes(input.path);
 
     const sweepTwice = async (paused: Paused): Promise<void> => {
       const before = await readdir(paused.taskDir);
@@ -392,7 +367,7 @@ describe('G7 what the sweeper removes and keeps', () => {
     const { root, out } = await newRoot();
     const child = spawnFixture('recover-child.ts', [
       JSON.stringify({
-        checkpoint,
+        checkpoint: input.path,
         spillRoot: root,
         out,
         maxSpillFileBytes: 2 * 1024 * 1024,

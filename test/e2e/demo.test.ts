@@ -1,41 +1,17 @@
-import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+/**
+ * `spillway demo` and `spillway soak` end to end: the real CLI as a child with its own TMPDIR,
+ * so the demo's temp spill root lands where the test can see it (and check it is gone after).
+ */
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+import { runCli, spawnCli, type Finished } from './harness.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/spillway', import.meta.url));
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Runs the real CLI as a child with its own TMPDIR, so the demo's temp spill root lands where
- * the test can see it (and check it is gone afterwards).
- */
-function spillway(
-  args: string[],
-  tmp: string,
-  onSpawn?: (child: ReturnType<typeof spawn>) => void,
-): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, TMPDIR: tmp, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-    onSpawn?.(child);
-  });
+/** Runs `spillway args` to its end with TMPDIR = `tmp`. */
+function spillway(args: string[], tmp: string): Promise<Finished> {
+  return runCli(args, { TMPDIR: tmp, NO_COLOR: '1' });
 }
 
 /** What the demo or soak left in TMPDIR (tsx's own cache dir is not ours). */
@@ -43,19 +19,17 @@ async function leftovers(tmp: string): Promise<string[]> {
   return (await readdir(tmp)).filter((name) => name.startsWith('spillway-'));
 }
 
-/** Resolves once some task dir exists under a demo's spill root in `tmp`. */
-async function taskDirAppears(tmp: string, child: { exitCode: number | null }): Promise<void> {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error('the demo ended before any task dir appeared');
-    for (const box of await leftovers(tmp)) {
-      const owners = await readdir(join(tmp, box, 'spillway')).catch(() => []);
-      for (const owner of owners) {
-        const entries = await readdir(join(tmp, box, 'spillway', owner)).catch(() => []);
-        if (entries.some((e) => e.startsWith('task-'))) return;
-      }
+/** Some task dir under a demo's spill root in `tmp`, once one exists. */
+async function someTaskDir(tmp: string): Promise<string | undefined> {
+  for (const box of await leftovers(tmp)) {
+    const owners = await readdir(join(tmp, box, 'spillway')).catch(() => []);
+    for (const owner of owners) {
+      const entries = await readdir(join(tmp, box, 'spillway', owner)).catch(() => []);
+      const task = entries.find((e) => e.startsWith('task-'));
+      if (task !== undefined) return join(tmp, box, 'spillway', owner, task);
     }
-    await new Promise((r) => setTimeout(r, 20));
   }
+  return undefined;
 }
 
 describe('spillway demo and soak (real CLI, child process)', () => {
@@ -118,11 +92,15 @@ describe('spillway demo and soak (real CLI, child process)', () => {
 
   it('SIGINT during the demo cancels every task, exits 130 and leaves no spill file', async () => {
     const tmp = await makeTempRoot();
-    let interrupted: Promise<void> | undefined;
-    const r = await spillway(['demo', '--loops', '1000000', '--json'], tmp, (child) => {
-      interrupted = taskDirAppears(tmp, child).then(() => void child.kill('SIGINT'));
+    const child = spawnCli(['demo', '--loops', '1000000', '--json'], {
+      TMPDIR: tmp,
+      NO_COLOR: '1',
     });
-    await interrupted;
+    child.proc.stdin!.end();
+    await waitFor('a task dir of the demo', () => someTaskDir(tmp), { child });
+    child.proc.kill('SIGINT');
+    await child.exited;
+    const r = { code: child.proc.exitCode, stdout: child.stdout, stderr: child.stderr };
     expect(r.code).toBe(130);
     expect(r.stderr).toMatch(/cancelled by SIGINT .* every task cleaned up, spill root removed/);
     const out = JSON.parse(r.stdout) as Record<string, unknown>;

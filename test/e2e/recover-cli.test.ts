@@ -7,15 +7,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
 import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
-import {
-  channelBytes,
-  expectByteExact,
-  lines,
-  makeTempRoot,
-  runCli,
-  spillLeftovers,
-  vectorsDir,
-} from './harness.ts';
+import { channelBytes, vector } from '../helpers/checkpoints.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+import { expectByteExact, lines, runCli, spillLeftovers } from './harness.ts';
 
 describe('spillway recover', () => {
   it('G1 G6 recovers 48 MiB over 18 channels byte-exact through ≥ 10 spill files and leaves the spill root empty', async () => {
@@ -72,16 +66,9 @@ describe('spillway recover', () => {
     const out = join(dir, 'out');
     const root = join(dir, 'root');
     await mkdir(root);
-    const run = await runCli([
-      'recover',
-      join(vectorsDir, 'tiny.spwc'),
-      '--out',
-      out,
-      '--spill-root',
-      root,
-    ]);
+    const run = await runCli(['recover', vector('tiny.spwc'), '--out', out, '--spill-root', root]);
     expect(run.code, run.stderr).toBe(0);
-    const expected = await channelBytes(join(vectorsDir, 'tiny.spwc'));
+    const expected = await channelBytes(vector('tiny.spwc'));
     expect(expected.get('gate-0-channel-1')?.toString()).toBe('ABCDE');
     expect(expected.get('gate-7-channel-3')?.toString()).toBe('xyz');
     await expectByteExact(out, expected);
@@ -113,13 +100,9 @@ describe('spillway recover edge shapes', () => {
 
 describe('spillway usage', () => {
   const usageCases: [string, string[], RegExp][] = [
-    ['missing --out', ['recover', join(vectorsDir, 'tiny.spwc')], /missing --out/],
+    ['missing --out', ['recover', vector('tiny.spwc')], /missing --out/],
     ['missing CHECKPOINT', ['recover', '--out', 'x'], /missing CHECKPOINT/],
-    [
-      'an unknown option',
-      ['recover', join(vectorsDir, 'tiny.spwc'), '--out', 'x', '--bogus'],
-      /--bogus/,
-    ],
+    ['an unknown option', ['recover', vector('tiny.spwc'), '--out', 'x', '--bogus'], /--bogus/],
     ['an unknown command', ['frobnicate'], /unknown command 'frobnicate'/],
     ['an unknown checkpoint subcommand', ['checkpoint', 'bake'], /unknown subcommand 'bake'/],
     [
@@ -171,7 +154,7 @@ describe('spillway usage', () => {
     const dir = await makeTempRoot();
     const file = join(dir, 'taken');
     await writeFile(file, 'mine');
-    const run = await runCli(['recover', join(vectorsDir, 'tiny.spwc'), '--out', file]);
+    const run = await runCli(['recover', vector('tiny.spwc'), '--out', file]);
     expect(run.code).toBe(2);
     expect(lines(run.stderr)).toHaveLength(1);
     expect(run.stderr).toContain(`${file}: not a directory`);

@@ -7,35 +7,18 @@
  * dir appearing (right at start), a second spill file appearing (fetch still running, 64 MiB of
  * 256 in), and the first output file appearing (drain running).
  */
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import {
-  listTree,
-  makeTempRoot,
-  ownerDirs,
-  peakRss,
-  spawnCli,
-  spillFiles,
-  spillLeftovers,
-  waitFor,
-  type Child,
-} from './harness.ts';
+import { waitFor, type Child } from '../helpers/processes.ts';
+import { suiteCheckpoint } from '../helpers/checkpoints.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+import { listTree, ownerDirs, peakRss, spawnCli, spillFiles, spillLeftovers } from './harness.ts';
 
-let baseDir: string;
-let checkpoint: string;
-
-beforeAll(async () => {
-  baseDir = await mkdtemp(join(tmpdir(), 'spillway-test-'));
-  checkpoint = join(baseDir, 'cp256.spwc');
-  await makeCheckpoint({ out: checkpoint, gates: 2, channels: 4, mb: 256, seed: 3 });
-});
-
-afterAll(async () => {
-  await rm(baseDir, { recursive: true, force: true });
-});
+const input = suiteCheckpoint((dir) =>
+  makeCheckpoint({ out: join(dir, 'cp256.spwc'), gates: 2, channels: 4, mb: 256, seed: 3 }),
+);
 
 type Moment = 'start' | 'fetch' | 'drain';
 
@@ -47,7 +30,7 @@ async function recoverUntil(
   const root = join(dir, 'root');
   const out = join(dir, 'out');
   await mkdir(root);
-  const child = spawnCli(['recover', checkpoint, '--out', out, '--spill-root', root]);
+  const child = spawnCli(['recover', input.path, '--out', out, '--spill-root', root]);
   let seen: string;
   if (moment === 'start') {
     // The owner dir exists only once recover is running (its signal handlers come first).

@@ -25,10 +25,8 @@
  * In every run: the cause is never an `AbortedError`, and no task dir or spill file exists at the
  * instant `done` settles, nor afterwards (G1).
  */
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
-import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { AbortedError, CleanupError } from '../../src/services/errors.ts';
 import { SpillRootError } from '../../src/services/errors.ts';
 import {
@@ -41,13 +39,14 @@ import {
   type FsOp,
 } from '../../src/services/fs.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
+import { makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import {
+  outcomeWithListing,
   listSpill,
-  removeDir,
   removeSpillRoot,
-  tempDir,
   type SpillListing,
-} from '../model/support.ts';
+} from '../helpers/spill-root.ts';
+import { tempDir } from '../helpers/temp.ts';
 
 const CODES: readonly FaultCode[] = ['ENOSPC', 'EIO', 'EACCES'];
 const TASK_ID = 'faults';
@@ -73,9 +72,18 @@ interface Run {
   calls: string[];
 }
 
-let fixtureDir = '';
-let fixture: MadeCheckpoint;
+/** 12 KiB over 2 channels; with LIMITS ~3 spill files of a few segments. */
+const input = suiteCheckpoint((dir) =>
+  makeSmallCheckpoint(dir, {
+    name: 'faults.spwc',
+    kib: 12,
+    channels: 2,
+    seed: 5,
+    maxEntryBytes: 1500,
+  }),
+);
 let clean: Run;
+/** What the per-operation tests that ran enumerated: for the line printed after the file. */
 const enumerated = {
   points: 0,
   runs: 0,
@@ -89,7 +97,7 @@ async function recover(fault?: { op: FsOp; code: FaultCode; nth: number }): Prom
   const normalize = (path: string) =>
     path
       .replace(root, '<root>')
-      .replace(fixtureDir, '<fixture>')
+      .replace(input.dir, '<fixture>')
       .replace(/owner-[^/]+/, 'owner-*')
       .replace(/task-faults-[0-9a-f]+/, 'task-*')
       .replace(/\.owner\.json\.tmp-[0-9a-f]+/, '.owner.json.tmp-*');
@@ -97,24 +105,20 @@ async function recover(fault?: { op: FsOp; code: FaultCode; nth: number }): Prom
   setFsHook((op, path) => void calls.push(`${op} ${normalize(path)}`));
   if (fault !== undefined) injectFault(fault);
   const recovery = recoverChannelState({
-    checkpoint: fixture.path,
+    checkpoint: input.path,
     spillRoot: root,
     limits: LIMITS,
     taskId: TASK_ID,
     channels: () => ({ onBuffer: () => {}, onFinished: () => {} }),
   });
-  let atDone: SpillListing | undefined;
-  const outcome = await recovery.done.then(
-    (report) => ((atDone = listSpill(root)), { report }),
-    (error: Run['error']) => ((atDone = listSpill(root)), { error }),
-  );
+  const { atDone, ...outcome } = await outcomeWithListing(recovery.done, root);
   const counts = fsOpCounts();
   resetFsSeam();
   const after = listSpill(root);
   await removeSpillRoot(root);
   return {
     ...outcome,
-    atDone: atDone!,
+    atDone,
     after,
     value: recovery.actor.getSnapshot().value,
     counts,
@@ -161,7 +165,7 @@ function verdict(run: Run, op: FsOp, code: FaultCode, n: number, expectation: Ex
   switch (expectation) {
     case 'sweep':
     case 'cleanup-best-effort':
-      return run.report?.bytesDelivered === fixture.payloadBytes && run.value === 'finished'
+      return run.report?.bytesDelivered === input.made.payloadBytes && run.value === 'finished'
         ? undefined
         : `a ${expectation} fault must not fail the task; got ${got}`;
     case 'cause':
@@ -182,27 +186,21 @@ function verdict(run: Run, op: FsOp, code: FaultCode, n: number, expectation: Ex
 }
 
 beforeAll(async () => {
-  fixtureDir = await tempDir();
-  fixture = await makeCheckpoint({
-    out: join(fixtureDir, 'faults.spwc'),
-    gates: 1,
-    channels: 2,
-    mb: 12 / 1024,
-    seed: 5,
-    maxEntryBytes: 1500,
-  });
   clean = await recover();
 });
 
-afterAll(async () => {
+afterAll(() => {
+  const kinds = [...enumerated.byExpectation].map(([k, v]) => `${v} ${k}`).join(', ');
+  console.log(
+    `fs faults: ${enumerated.points} fault points (${kinds}) × ${CODES.length} codes = ${enumerated.runs} runs, ${enumerated.clean} clean`,
+  );
   resetFsSeam();
-  await removeDir(fixtureDir);
 });
 
 describe('fs faults at every call of a small recovery', () => {
   it('the clean run finishes and performs the same calls every time (the enumeration is exact)', async () => {
     expect(clean.error).toBeUndefined();
-    expect(clean.report?.bytesDelivered).toBe(fixture.payloadBytes);
+    expect(clean.report?.bytesDelivered).toBe(input.made.payloadBytes);
     expect(clean.report?.spillFiles).toBeGreaterThanOrEqual(3);
     const again = await recover();
     expect(again.calls).toEqual(clean.calls);
@@ -231,14 +229,13 @@ describe('fs faults at every call of a small recovery', () => {
     });
   }
 
-  it('enumerated every call of the clean run', () => {
-    const total = Object.values(clean.counts).reduce((a, b) => a + b, 0);
-    const kinds = [...enumerated.byExpectation].map(([k, v]) => `${v} ${k}`).join(', ');
-    console.log(
-      `fs faults: ${enumerated.points} fault points (${kinds}) × ${CODES.length} codes = ${enumerated.runs} runs, ${enumerated.clean} clean`,
-    );
-    expect(enumerated.points).toBe(total);
-    expect(enumerated.runs).toBe(total * CODES.length);
-    expect(enumerated.clean).toBe(enumerated.runs);
+  it('the per-operation tests cover every call of the clean run', () => {
+    // Each call of the clean run is some operation's n-th call, and every operation has a test
+    // above that faults each of its calls with each code.
+    expect(clean.calls).toHaveLength(Object.values(clean.counts).reduce((a, b) => a + b, 0));
+    for (const call of clean.calls) expect(FS_OPS).toContain(call.split(' ')[0]);
+    for (const op of FS_OPS) {
+      expect(clean.calls.filter((c) => c.startsWith(`${op} `))).toHaveLength(clean.counts[op]);
+    }
   });
 });

@@ -22,19 +22,16 @@ import { fsOpCounts, injectFault, setFsHook, type FsOp } from '../../src/service
 import { SpillReader } from '../../src/services/spill/spill-reader.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import type { TaskServices } from '../../src/machines/task-services.ts';
+import { deferred, macrotasks, pauseOn, settle, until } from '../helpers/async.ts';
+import { SMALL_LIMITS } from '../helpers/checkpoints.ts';
 import {
-  SMALL_LIMITS,
   codeOf,
-  deferred,
   errorTree,
   expectNoLeak,
   fixture,
   leftovers,
-  macrotasks,
   recorder,
-  settle,
   start,
-  until,
   type Fixture,
 } from './harness.ts';
 
@@ -53,34 +50,6 @@ function recordOps(part: string): { op: FsOp; path: string }[] {
     if (path.includes(part)) ops.push({ op, path });
   });
   return ops;
-}
-
-/**
- * Pauses the first seam operation matching `match` until `release()`; `reached` resolves when
- * it is paused. Later operations pass through (and are recorded in `after`).
- */
-function pauseAt(match: (op: FsOp, path: string) => boolean) {
-  const reached = deferred();
-  const gate = deferred();
-  const after: { op: FsOp; path: string }[] = [];
-  let paused = false;
-  let released = false;
-  setFsHook(async (op, path) => {
-    if (released || paused) after.push({ op, path });
-    if (!paused && match(op, path)) {
-      paused = true;
-      reached.resolve();
-      await gate.promise;
-    }
-  });
-  return {
-    reached: reached.promise,
-    after,
-    release: () => {
-      released = true;
-      gate.resolve();
-    },
-  };
 }
 
 /** The payload offset of the last non-empty entry of a checkpoint, and its length. */
@@ -214,7 +183,7 @@ describe('abort table: fetch (F)', () => {
 
   it('F4 (review finding 2) cancel while a spill file creation is paused: the late file deletes itself, nothing is created or written after abort', async () => {
     const fx = await fixture();
-    const pause = pauseAt((op, path) => op === 'open' && path.endsWith('spill-segment-2.bin'));
+    const pause = pauseOn((op, path) => op === 'open' && path.endsWith('spill-segment-2.bin'));
     const w = start(fx, { taskId: 'f4open' });
     await pause.reached;
     w.recovery.cancel('test');
@@ -230,7 +199,7 @@ describe('abort table: fetch (F)', () => {
 
   it('F4/G3 cancel while a segment write is paused: the write that lost the race deletes its own file, no later file', async () => {
     const fx = await fixture();
-    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('spill-segment-1.bin'));
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('spill-segment-1.bin'));
     const w = start(fx, { taskId: 'f4write' });
     await pause.reached;
     w.recovery.cancel('test');
@@ -245,7 +214,7 @@ describe('abort table: fetch (F)', () => {
 
   it('F4 cancel before the task dir exists (mkdir paused): the dir is created by nobody or deleted by its creator', async () => {
     const fx = await fixture();
-    const pause = pauseAt((op, path) => op === 'mkdir' && path.includes('task-f4mkdir'));
+    const pause = pauseOn((op, path) => op === 'mkdir' && path.includes('task-f4mkdir'));
     const w = start(fx, { taskId: 'f4mkdir' });
     await pause.reached;
     w.recovery.cancel('test');
@@ -261,7 +230,7 @@ describe('abort table: fetch (F)', () => {
   it('F5 fetch finishes after its task was cancelled (final close paused): the sealed state is discarded, never handed off', async () => {
     const fx = await fixture();
     const n = await spillFileCount(fx);
-    const pause = pauseAt(
+    const pause = pauseOn(
       (op, path) => op === 'close' && path.endsWith(`spill-segment-${n - 1}.bin`),
     );
     const w = start(fx, { taskId: 'f5' });
@@ -278,7 +247,7 @@ describe('abort table: fetch (F)', () => {
   it('F5 fetch finishes after its actor was stopped: the state is discarded, done rejects with CancelledError', async () => {
     const fx = await fixture();
     const n = await spillFileCount(fx);
-    const pause = pauseAt(
+    const pause = pauseOn(
       (op, path) => op === 'close' && path.endsWith(`spill-segment-${n - 1}.bin`),
     );
     const w = start(fx, { taskId: 'f5stop' });
@@ -508,7 +477,7 @@ describe('abort table: drain (D)', () => {
     const fx = await fixture();
     const n = await spillFileCount(fx);
     let draining = false;
-    const pause = pauseAt(
+    const pause = pauseOn(
       (op, path) => draining && op === 'open' && path.endsWith(`spill-segment-${n - 2}.bin`),
     );
     const w = start(fx, {
@@ -627,7 +596,7 @@ describe('abort table: snapshots (S)', () => {
     const w = start(fx, { taskId: 's2late', channels: rec.channels });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out1 = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const cp1 = settle(w.recovery.checkpoint(1, { out: out1 }));
     await pause.reached;
     // The registry closes snapshot-1's reader first (registered last) and awaits it, so the
@@ -744,7 +713,7 @@ describe('abort table: cleanup (C)', () => {
     const w = start(fx, { taskId: 'c1snap', channels: rec.channels });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const cp = settle(w.recovery.checkpoint(1, { out }));
     await pause.reached;
     hold.resolve();
@@ -798,7 +767,7 @@ describe('abort table: cleanup (C)', () => {
     const w = start(fx, { taskId: 'c3', channels: rec.channels, autoFinish: false });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const cp = settle(w.recovery.checkpoint(1, { out }));
     await pause.reached;
     hold.resolve();

@@ -8,15 +8,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CheckpointResult } from '../../src/recover.ts';
-import {
-  channelBytes,
-  expectNoLeak,
-  fixture,
-  recorder,
-  start,
-  type Fixture,
-  type Recorder,
-} from './harness.ts';
+import { channelBytes } from '../helpers/checkpoints.ts';
+import { expectNoLeak, fixture, recorder, start, type Fixture, type Recorder } from './harness.ts';
 
 type When = 'sync' | 'microtask' | 'macrotask';
 type Yield = 'none' | 'microtask' | 'macrotask';

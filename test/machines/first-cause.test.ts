@@ -13,17 +13,8 @@ import {
   suppressedOf,
 } from '../../src/services/errors.ts';
 import { injectFault, setFsHook } from '../../src/services/fs.ts';
-import {
-  codeOf,
-  deferred,
-  errorTree,
-  expectNoLeak,
-  fixture,
-  recorder,
-  settle,
-  start,
-  until,
-} from './harness.ts';
+import { deferred, pauseOn, settle, until } from '../helpers/async.ts';
+import { codeOf, errorTree, expectNoLeak, fixture, recorder, start } from './harness.ts';
 
 /** The cause is not a consequence, and no raw ENOENT hides anywhere in what is reported. */
 function expectRealCause(error: unknown): void {
@@ -124,20 +115,11 @@ describe('first cause wins (G5)', () => {
 
   it('G5 stop during the fetch: CancelledError is the cause, the aborted fetch error is suppressed, no ENOENT', async () => {
     const fx = await fixture();
-    const hold = deferred();
-    const reached = deferred();
-    let paused = false;
-    setFsHook(async (op, path) => {
-      if (!paused && op === 'write' && path.endsWith('spill-segment-2.bin')) {
-        paused = true;
-        reached.resolve();
-        await hold.promise;
-      }
-    });
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('spill-segment-2.bin'));
     const w = start(fx, { taskId: 'g5-stop' });
-    await reached.promise;
+    await pause.reached;
     w.recovery.actor.stop();
-    hold.resolve();
+    pause.release();
     const error = await settle(w.recovery.done);
     expect(error).toBeInstanceOf(CancelledError);
     expectRealCause(error);
@@ -147,21 +129,12 @@ describe('first cause wins (G5)', () => {
 
   it('G5 a real I/O error that happens after the cancel (ENOSPC on a write paused across it) is suppressed, never the cause', async () => {
     const fx = await fixture();
-    const hold = deferred();
-    const reached = deferred();
-    let paused = false;
-    setFsHook(async (op, path) => {
-      if (!paused && op === 'write' && path.endsWith('spill-segment-2.bin')) {
-        paused = true;
-        reached.resolve();
-        await hold.promise;
-      }
-    });
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('spill-segment-2.bin'));
     injectFault({ op: 'write', code: 'ENOSPC', pathIncludes: 'spill-segment-2.bin' });
     const w = start(fx, { taskId: 'g5-late' });
-    await reached.promise;
+    await pause.reached;
     w.recovery.cancel('first');
-    hold.resolve();
+    pause.release();
     const error = await settle(w.recovery.done);
     expect(error).toBeInstanceOf(CancelledError);
     expectRealCause(error);

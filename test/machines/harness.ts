@@ -1,6 +1,7 @@
 /**
- * Shared fixtures of the lifecycle-machine suites: small real checkpoints in temp dirs, a spill
- * root per test, recording channel consumers, and the leak check (G1) every test ends with.
+ * What the lifecycle-machine suites share beyond the test kit (test/helpers/): a small real
+ * checkpoint and a spill root per test, recording channel consumers, a watched recovery, and
+ * the leak check (G1) every test ends with.
  */
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
@@ -8,23 +9,15 @@ import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import type { InspectionEvent, AnyEventObject } from 'xstate';
 import { recoverChannelState, type RecoverOptions, type Recovery } from '../../src/recover.ts';
-import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { ChannelConsumer } from '../../src/services/channel.ts';
 import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
-import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import { resetFsSeam } from '../../src/services/fs.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { suppressedOf } from '../../src/services/errors.ts';
+import { macrotasks } from '../helpers/async.ts';
+import { SMALL_LIMITS, channelBytes, makeSmallCheckpoint } from '../helpers/checkpoints.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
-
-/** Small bounds so a checkpoint of a few hundred KiB spreads over many files and segments. */
-export const SMALL_LIMITS: SpillLimits = {
-  maxSpillFileBytes: 64 * 1024,
-  maxSegmentBytes: 16 * 1024,
-  bufferBytes: 4 * 1024,
-  readChunkBytes: 16 * 1024,
-};
 
 const roots: string[] = [];
 
@@ -40,47 +33,6 @@ afterEach(async () => {
       .catch(() => undefined);
   }
 });
-
-export interface Deferred<T = void> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: unknown) => void;
-}
-
-export function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets `n` macrotasks pass, so anything that could still run (a late write) has had its turn. */
-export async function macrotasks(n = 5): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-/**
- * Waits until `condition` holds: a state, never a duration. Polls once per timer tick so real
- * disk I/O can progress; the bound only turns a hang into a readable failure.
- */
-export async function until(condition: () => boolean, what: string, limit = 20_000): Promise<void> {
-  for (let i = 0; i < limit; i++) {
-    if (condition()) return;
-    await new Promise<void>((resolve) => setTimeout(resolve, 1));
-  }
-  throw new Error(`never happened: ${what}`);
-}
-
-/** The rejection reason, or 'ok'; attached at once so nothing goes unhandled. */
-export function settle(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => 'ok',
-    (e: unknown) => e,
-  );
-}
 
 export interface Fixture {
   /** Temp dir holding the input checkpoint and checkpoint outputs. */
@@ -100,31 +52,14 @@ export async function fixture(
   const dir = await makeTempRoot();
   const root = await makeTempRoot();
   roots.push(root);
-  const made = await makeCheckpoint({
-    out: join(dir, 'in.spwc'),
-    mb: (options.kib ?? 512) / 1024,
+  const made = await makeSmallCheckpoint(dir, {
+    kib: options.kib ?? 512,
     seed: options.seed ?? 1,
     gates: options.gates ?? 2,
     channels: options.channels ?? 3,
     maxEntryBytes: 24 * 1024,
   });
   return { dir, root, checkpoint: made.path, made, original: await channelBytes(made.path) };
-}
-
-/** Every channel's bytes in a checkpoint file, concatenated in file order. */
-export async function channelBytes(path: string): Promise<Map<string, Buffer>> {
-  const parts = new Map<string, Buffer[]>();
-  let key = '';
-  await readCheckpoint(path, {
-    onEntry(gate, channel) {
-      key = channelKey({ gate, channel });
-      if (!parts.has(key)) parts.set(key, []);
-    },
-    onPayload(chunk) {
-      parts.get(key)!.push(Buffer.from(chunk)); // the reader reuses its buffer
-    },
-  });
-  return new Map([...parts].map(([k, v]) => [k, Buffer.concat(v)]));
 }
 
 /** One channel's deliveries and barriers, in the order the consumer saw them. */

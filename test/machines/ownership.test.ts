@@ -10,16 +10,8 @@ import type { InspectionEvent } from 'xstate';
 import { setFsHook } from '../../src/services/fs.ts';
 import type { TaskContext } from '../../src/machines/task.machine.ts';
 import type { TaskServices } from '../../src/machines/task-services.ts';
-import {
-  deferred,
-  expectNoLeak,
-  fixture,
-  recorder,
-  settle,
-  start,
-  until,
-  type Watched,
-} from './harness.ts';
+import { deferred, settle, until } from '../helpers/async.ts';
+import { expectNoLeak, fixture, recorder, start, type Watched } from './harness.ts';
 
 type Ownership = TaskContext['ownership'];
 

@@ -8,34 +8,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AbortedError, CancelledError } from '../../src/services/errors.ts';
-import { setFsHook, type FsOp } from '../../src/services/fs.ts';
 import type { TaskServices } from '../../src/machines/task-services.ts';
-import {
-  deferred,
-  expectNoLeak,
-  fixture,
-  recorder,
-  settle,
-  start,
-  until,
-  type Fixture,
-  type Watched,
-} from './harness.ts';
-
-/** Pauses the first seam operation matching `match` until `release()`. */
-function pauseAt(match: (op: FsOp, path: string) => boolean) {
-  const reached = deferred();
-  const gate = deferred();
-  let paused = false;
-  setFsHook(async (op, path) => {
-    if (!paused && match(op, path)) {
-      paused = true;
-      reached.resolve();
-      await gate.promise;
-    }
-  });
-  return { reached: reached.promise, release: () => gate.resolve() };
-}
+import { deferred, pauseOn, settle, until } from '../helpers/async.ts';
+import { expectNoLeak, fixture, recorder, start, type Fixture, type Watched } from './harness.ts';
 
 /** Stops the task, lets whatever was held go, and checks G1 and the reported cause. */
 async function stopAndCheck(fx: Fixture, w: Watched, release: () => void): Promise<void> {
@@ -92,7 +67,7 @@ function blockGapMail(where: 'requestPartitions' | 'buildDrainer' | 'installTrig
 describe('bare actor.stop() anywhere (G1)', () => {
   it('G1 stop while fetching, before the task dir exists (checkpoint read paused)', async () => {
     const fx = await fixture();
-    const pause = pauseAt((op, path) => op === 'read' && path === fx.checkpoint);
+    const pause = pauseOn((op, path) => op === 'read' && path === fx.checkpoint);
     const w = start(fx, { taskId: 'stop-fetch0' });
     await pause.reached;
     expect(w.taskDir()).toBeUndefined();
@@ -101,7 +76,7 @@ describe('bare actor.stop() anywhere (G1)', () => {
 
   it('G1 stop while fetching, after the task dir exists (spill file creation paused)', async () => {
     const fx = await fixture();
-    const pause = pauseAt((op, path) => op === 'open' && path.endsWith('spill-segment-2.bin'));
+    const pause = pauseOn((op, path) => op === 'open' && path.endsWith('spill-segment-2.bin'));
     const w = start(fx, { taskId: 'stop-fetch1' });
     await pause.reached;
     expect(w.recovery.actor.getSnapshot().context.ownership).toEqual({ taskDir: 'fetch' });
@@ -110,7 +85,7 @@ describe('bare actor.stop() anywhere (G1)', () => {
 
   it('G1 stop while fetching, mid segment write', async () => {
     const fx = await fixture();
-    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('spill-segment-3.bin'));
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('spill-segment-3.bin'));
     const w = start(fx, { taskId: 'stop-fetch2' });
     await pause.reached;
     await stopAndCheck(fx, w, pause.release);
@@ -148,7 +123,7 @@ describe('bare actor.stop() anywhere (G1)', () => {
   it('G1 stop while draining, with the next spill file open paused', async () => {
     const fx = await fixture();
     let draining = false;
-    const pause = pauseAt(
+    const pause = pauseOn(
       (op, path) => draining && op === 'open' && path.endsWith('spill-segment-2.bin'),
     );
     const w = start(fx, {
@@ -168,7 +143,7 @@ describe('bare actor.stop() anywhere (G1)', () => {
       return seen === 10 ? hold.promise : undefined;
     });
     const out = join(fx.dir, 'cp1.spwc');
-    const pause = pauseAt((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('cp1.spwc.partial'));
     const w = start(fx, { taskId: 'stop-running', channels: rec.channels });
     await until(() => delivered >= 10, 'buffer 10 delivered');
     const cp = settle(w.recovery.checkpoint(1, { out }));

@@ -35,18 +35,20 @@ import { INITIAL_STATE, stateKey } from './paths.ts';
 import type { SpecEventType } from './spec.machine.ts';
 import {
   HangError,
-  SMALL_LIMITS,
   deferred,
   eventually,
-  listSpill,
-  removeDir,
-  removeSpillRoot,
-  tempDir,
-  turns,
+  macrotasks,
   withHangGuard,
   type Deferred,
+} from '../helpers/async.ts';
+import { SMALL_LIMITS } from '../helpers/checkpoints.ts';
+import {
+  listSpill,
+  outcomeWithListing,
+  removeSpillRoot,
   type SpillListing,
-} from './support.ts';
+} from '../helpers/spill-root.ts';
+import { removeDir, tempDir } from '../helpers/temp.ts';
 
 export type Rule = 'model' | 'G1' | 'G2' | 'G3' | 'G5' | 'G6' | 'S4' | 'hang';
 
@@ -270,14 +272,10 @@ class Replay {
       ...(this.options.machine ? { machine: this.options.machine } : {}),
     });
     // Taken synchronously in the first callback on `done`: G1 is about that instant.
-    const done = this.recovery.done.then(
-      (report) => {
-        this.settledListing = listSpill(this.spillRoot);
-        return { report } as ReplayResult;
-      },
-      (error: unknown) => {
-        this.settledListing = listSpill(this.spillRoot);
-        return { error: error as Error } as ReplayResult;
+    const done = outcomeWithListing(this.recovery.done, this.spillRoot).then(
+      ({ atDone, ...outcome }): ReplayResult => {
+        this.settledListing = atDone;
+        return outcome;
       },
     );
 
@@ -497,14 +495,6 @@ class Replay {
     const snap = this.actor.getSnapshot();
     const { ownership, state: fetched, drainer, services } = snap.context;
     const owned = Object.keys(ownership).sort();
-    if ((globalThis as any).DBG)
-      console.log(
-        state,
-        JSON.stringify(ownership),
-        Object.keys(snap.children),
-        fetched?.refCount,
-        fetched?.isClosed,
-      );
     const where = `in ${state}, ownership ${JSON.stringify(ownership)}`;
     const { taskDirs } = listSpill(this.spillRoot);
 
@@ -684,7 +674,7 @@ class Replay {
       );
     }
     await this.guard(this.services.executor.shutdown(), 'executor drain');
-    await turns(3);
+    await macrotasks(3);
   }
 
   async cleanup(): Promise<void> {

@@ -4,62 +4,41 @@
  * creation, segment write and close of a real recovery.
  */
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
+import { recoverChannelState } from '../../src/recover.ts';
 import { CancelledError } from '../../src/services/errors.ts';
 import { resetFsSeam } from '../../src/services/fs.ts';
-import {
-  listSpill,
-  removeDir,
-  removeSpillRoot,
-  tempDir,
-  type SpillListing,
-} from '../model/support.ts';
+import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
 import {
   RACE_LIMITS,
   allSuppressed,
-  announce,
   drainScheduler,
   gateFs,
-  makeRaceFixture,
   raceParams,
   RACE_TIMEOUT_MS,
   vanished,
-  type RaceFixture,
+  raceSuite,
 } from './harness.ts';
 
-type Outcome = { report?: RecoveryReport; error?: Error };
-
-let fixture: RaceFixture;
 /** Where the cancels landed, to show the schedules cover the whole recovery. */
 const landed = { beforeFiles: 0, withFiles: 0, afterEnd: 0 };
-let spillRoot = '';
 
-beforeAll(async () => {
-  announce('cancel against spill-file creation');
-  fixture = await makeRaceFixture();
-  spillRoot = await tempDir();
-});
-
-afterAll(async () => {
-  console.log(
+const suite = raceSuite(
+  'cancel against spill-file creation',
+  () =>
     `cancel landed: ${landed.beforeFiles} before the task dir existed, ${landed.withFiles} with spill files on disk, ${landed.afterEnd} after the task ended`,
-  );
-  resetFsSeam();
-  await removeSpillRoot(spillRoot);
-  await removeDir(fixture.dir);
-});
+);
 
 describe('race: cancel against spill-file creation', () => {
   it.prop([fc.scheduler(), fc.nat({ max: 70 })], raceParams)(
     'G1 G3 G5 F4: whenever the cancel lands, nothing is created after it, nothing survives done, and the cause is the cancel',
     async (s, cancelAfterOps) => {
+      const { fixture, spillRoot } = suite;
       let cancelled = false;
       let dirAtCancel = false;
       let ops = 0;
       const afterCancel: string[] = [];
-      let atDone: SpillListing | undefined;
       let scheduleCancel = () => {};
       const stopGating = gateFs(
         s,
@@ -92,16 +71,7 @@ describe('race: cancel against spill-file creation', () => {
         });
       // Operations requested before this line (none today) would have missed the cancel.
       if (ops > cancelAfterOps) scheduleCancel();
-      const done = recovery.done.then(
-        (report): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { report };
-        },
-        (error: Error): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { error };
-        },
-      );
+      const done = outcomeWithListing(recovery.done, spillRoot);
       try {
         const outcome = await s.waitFor(done);
         stopGating();
@@ -117,7 +87,7 @@ describe('race: cancel against spill-file creation', () => {
           expect(outcome.error).toBeUndefined();
           expect(outcome.report?.bytesDelivered).toBe(fixture.checkpoint.payloadBytes);
         }
-        expect(atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1, at the instant
+        expect(outcome.atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1, at the instant
         expect(afterCancel).toEqual([]); // G3
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] }); // nothing late
       } finally {

@@ -8,29 +8,14 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
+import { recoverChannelState } from '../../src/recover.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 import { channelKey } from '../../src/services/channel.ts';
+import { channelBytes } from '../helpers/checkpoints.ts';
 import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
-import {
-  listSpill,
-  removeDir,
-  removeSpillRoot,
-  tempDir,
-  type SpillListing,
-} from '../model/support.ts';
-import {
-  RACE_LIMITS,
-  announce,
-  drainScheduler,
-  makeRaceFixture,
-  raceParams,
-  RACE_TIMEOUT_MS,
-  type RaceFixture,
-} from './harness.ts';
-
-type Outcome = { report?: RecoveryReport; error?: Error };
+import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
+import { removeDir, tempDir } from '../helpers/temp.ts';
+import { RACE_LIMITS, drainScheduler, raceParams, RACE_TIMEOUT_MS, raceSuite } from './harness.ts';
 
 interface Channel {
   before: Buffer[];
@@ -38,55 +23,35 @@ interface Channel {
   barrier: number | undefined;
 }
 
-let fixture: RaceFixture;
-let spillRoot = '';
 let outDir = '';
 let run = 0;
 const cuts = { midDrain: 0, afterRecovery: 0, declined: 0, inline: 0 };
 
+const suite = raceSuite(
+  'checkpoint snapshot against delivery',
+  () =>
+    `checkpoints: ${cuts.midDrain} cut the drain (${cuts.inline} requested inside onBuffer), ${cuts.afterRecovery} after every channel was recovered, ${cuts.declined} after the task ended`,
+);
+
 beforeAll(async () => {
-  announce('checkpoint snapshot against delivery');
-  fixture = await makeRaceFixture();
-  spillRoot = await tempDir();
   outDir = await tempDir();
 });
 
 afterAll(async () => {
-  console.log(
-    `checkpoints: ${cuts.midDrain} cut the drain (${cuts.inline} requested inside onBuffer), ${cuts.afterRecovery} after every channel was recovered, ${cuts.declined} after the task ended`,
-  );
-  resetFsSeam();
-  await removeSpillRoot(spillRoot);
   await removeDir(outDir);
-  await removeDir(fixture.dir);
 });
-
-/** The remainder file's bytes per channel. */
-async function remainderOf(file: string | undefined): Promise<Map<string, Buffer>> {
-  const parts = new Map<string, Buffer[]>();
-  if (file === undefined) return new Map();
-  let key = '';
-  await readCheckpoint(file, {
-    onEntry: (gate, channel) => {
-      key = channelKey({ gate, channel });
-      if (!parts.has(key)) parts.set(key, []);
-    },
-    onPayload: (chunk) => void parts.get(key)!.push(Buffer.from(chunk)),
-  });
-  return new Map([...parts].map(([k, list]) => [k, Buffer.concat(list)]));
-}
 
 describe('race: checkpoint snapshot against delivery', () => {
   it.prop([fc.scheduler(), fc.nat({ max: 60 }), fc.boolean()], raceParams)(
     'G6: wherever the checkpoint cuts the drain, delivered-before-barrier + remainder is each channel exactly, in order',
     async (s, cutAfter, inline) => {
+      const { fixture, spillRoot } = suite;
       const out = join(outDir, `cp-${run++}.spwc`);
       const channels = new Map<string, Channel>();
       let draining = false;
       let steps = 0;
       let checkpoint: Promise<{ result?: CheckpointResult; error?: unknown }> | undefined;
       let endedBeforeRequest = false;
-      let atDone: SpillListing | undefined;
       let requestCheckpoint = (_fromOnBuffer = false) => {};
       const step = (fromOnBuffer: boolean) => {
         if (steps++ !== cutAfter) return;
@@ -129,16 +94,7 @@ describe('race: checkpoint snapshot against delivery', () => {
           (error: unknown) => ({ error }),
         );
       };
-      const done = recovery.done.then(
-        (report): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { report };
-        },
-        (error: Error): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { error };
-        },
-      );
+      const done = outcomeWithListing(recovery.done, spillRoot);
       try {
         const outcome = await s.waitFor(done);
         await drainScheduler(s);
@@ -153,7 +109,9 @@ describe('race: checkpoint snapshot against delivery', () => {
           expect(endedBeforeRequest).toBe(true);
           cuts.declined++;
         } else {
-          const remainder = await remainderOf(cp.result!.file);
+          const file = cp.result!.file;
+          const remainder =
+            file === undefined ? new Map<string, Buffer>() : await channelBytes(file);
           let cutAny = false;
           for (const [key, bytes] of fixture.expected) {
             const c = channels.get(key)!;
@@ -168,7 +126,7 @@ describe('race: checkpoint snapshot against delivery', () => {
           }
           cuts[cutAny ? 'midDrain' : 'afterRecovery']++;
         }
-        expect(atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1
+        expect(outcome.atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
       } finally {
         resetFsSeam();

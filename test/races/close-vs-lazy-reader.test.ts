@@ -4,55 +4,32 @@
  * spill-file open, stat, read and close, each delivery, the task dir's removal, and the ending
  * (CANCEL, FAIL or a bare stop).
  */
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
+import { recoverChannelState } from '../../src/recover.ts';
 import { CancelledError, isAbortConsequence } from '../../src/services/errors.ts';
 import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
-import {
-  deferred,
-  listSpill,
-  removeDir,
-  removeSpillRoot,
-  tempDir,
-  turns,
-  type Deferred,
-  type SpillListing,
-} from '../model/support.ts';
+import { deferred, type Deferred, macrotasks } from '../helpers/async.ts';
+import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
 import {
   RACE_LIMITS,
   allSuppressed,
-  announce,
   drainScheduler,
-  makeRaceFixture,
   raceParams,
   RACE_TIMEOUT_MS,
   vanished,
-  type RaceFixture,
+  raceSuite,
 } from './harness.ts';
-
-type Outcome = { report?: RecoveryReport; error?: Error };
 type Ending = 'cancel' | 'fail' | 'stop';
 
-let fixture: RaceFixture;
-let spillRoot = '';
 /** How often the ending landed while a lazy open of a spill file was waiting to run. */
 const landed = { duringOpen: 0, otherwise: 0, afterEnd: 0 };
 
-beforeAll(async () => {
-  announce('forced close against a lazy reader opening the next file');
-  fixture = await makeRaceFixture();
-  spillRoot = await tempDir();
-});
-
-afterAll(async () => {
-  console.log(
+const suite = raceSuite(
+  'forced close against a lazy reader opening the next file',
+  () =>
     `ending landed: ${landed.duringOpen} while a spill file open was pending, ${landed.otherwise} elsewhere in the drain, ${landed.afterEnd} after the task ended`,
-  );
-  resetFsSeam();
-  await removeSpillRoot(spillRoot);
-  await removeDir(fixture.dir);
-});
+);
 
 describe('race: forced close against a lazy reader opening the next file', () => {
   it.prop(
@@ -61,11 +38,11 @@ describe('race: forced close against a lazy reader opening the next file', () =>
   )(
     'G1 G4 G5 D3: whenever the task ends during the drain, no reader sees a vanished file, nothing survives done, and the ending is the cause',
     async (s, endAfterOps, ending) => {
+      const { fixture, spillRoot } = suite;
       let draining = false;
       let ops = 0;
       let pendingOpens = 0;
       let endedWhileOpen: boolean | undefined;
-      let atDone: SpillListing | undefined;
       const failure = new Error('injected: FAIL during the drain');
       let scheduleEnd = () => {};
       setFsHook((op, path) => {
@@ -102,16 +79,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
           else if (ending === 'fail') recovery.actor.send({ type: 'FAIL', error: failure });
           else recovery.actor.stop();
         });
-      const done = recovery.done.then(
-        (report): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { report };
-        },
-        (error: Error): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { error };
-        },
-      );
+      const done = outcomeWithListing(recovery.done, spillRoot);
       try {
         const outcome = await s.waitFor(done);
         await drainScheduler(s);
@@ -133,7 +101,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
           expect(attached.filter(vanished)).toEqual([]);
           expect(attached.filter((e) => !isAbortConsequence(e))).toEqual([]);
         }
-        expect(atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1, at the instant
+        expect(outcome.atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1, at the instant
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
       } finally {
         resetFsSeam();
@@ -146,6 +114,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
   // after its stat, so fill() dereferenced the file close() had taken: a TypeError attached to
   // the cause instead of an AbortedError). Pinned here as one deterministic interleaving.
   it('G4 a reader force-closed while the stat of its next file is in flight fails with AbortedError, not TypeError', async () => {
+    const { fixture, spillRoot } = suite;
     const pauses = new Map<string, { reached: Deferred; release: Deferred }>();
     const pause = (key: string) => {
       const p = { reached: deferred(), release: deferred() };
@@ -174,7 +143,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
       recovery.cancel('forced close during the stat'); // closes the reader: file close waits
       await close.reached.promise;
       stat.release.resolve(); // the stat succeeds on the still-open descriptor
-      await turns(3);
+      await macrotasks(3);
       close.release.resolve();
       const error = await recovery.done.then(
         () => undefined,

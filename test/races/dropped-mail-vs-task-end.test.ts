@@ -4,50 +4,23 @@
  * the blocker finishes, when the mailbox closes (rejecting new mails, dropping queued ones), when
  * the task ends (CANCEL, FAIL or a bare stop), and the order of every file operation from then on.
  */
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
+import { recoverChannelState } from '../../src/recover.ts';
 import { AbortedError, CancelledError, RejectedError } from '../../src/services/errors.ts';
 import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
-import {
-  listSpill,
-  removeDir,
-  removeSpillRoot,
-  tempDir,
-  withHangGuard,
-  type SpillListing,
-} from '../model/support.ts';
-import {
-  RACE_LIMITS,
-  announce,
-  drainScheduler,
-  makeRaceFixture,
-  raceParams,
-  RACE_TIMEOUT_MS,
-  type RaceFixture,
-} from './harness.ts';
-
-type Outcome = { report?: RecoveryReport; error?: Error };
+import { withHangGuard } from '../helpers/async.ts';
+import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
+import { RACE_LIMITS, drainScheduler, raceParams, RACE_TIMEOUT_MS, raceSuite } from './harness.ts';
 type Ending = 'cancel' | 'fail' | 'stop';
 
-let fixture: RaceFixture;
-let spillRoot = '';
 const seen = { dropped: 0, rejected: 0, endedFirst: 0, finished: 0 };
 
-beforeAll(async () => {
-  announce('dropped mail against task end');
-  fixture = await makeRaceFixture();
-  spillRoot = await tempDir();
-});
-
-afterAll(async () => {
-  console.log(
+const suite = raceSuite(
+  'dropped mail against task end',
+  () =>
     `dropped-mail race: ${seen.dropped} schedules dropped a mail, ${seen.rejected} failed on a rejected mail, ${seen.endedFirst} were ended by the ending event (with a mail queued, dropped or running), ${seen.finished} finished first`,
-  );
-  resetFsSeam();
-  await removeSpillRoot(spillRoot);
-  await removeDir(fixture.dir);
-});
+);
 
 describe('race: a dropped mail against task end', () => {
   it.prop(
@@ -62,10 +35,10 @@ describe('race: a dropped mail against task end', () => {
   )(
     'G1 G2 G3 G5: a dropped or rejected gap mail never leaks the fetched state nor hides the first cause, whenever the task ends',
     async (s, ending, holdGap, closeAfterTicks, endAfterTicks) => {
+      const { fixture, spillRoot } = suite;
       let gapStarted = false;
       let endedByEvent = false;
       let dropped = 0;
-      let atDone: SpillListing | undefined;
       const failure = new Error('injected: FAIL while a gap mail is queued');
       setFsHook((op, path) =>
         gapStarted && path.startsWith(spillRoot)
@@ -110,16 +83,7 @@ describe('race: a dropped mail against task end', () => {
           },
         },
       });
-      const done = recovery.done.then(
-        (report): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { report };
-        },
-        (error: Error): Outcome => {
-          atDone = listSpill(spillRoot);
-          return { error };
-        },
-      );
+      const done = outcomeWithListing(recovery.done, spillRoot);
       try {
         // A dropped mail never settles: only the ending may end such a task, and it must.
         const outcome = await withHangGuard(s.waitFor(done), 'done after a dropped mail');
@@ -139,7 +103,7 @@ describe('race: a dropped mail against task end', () => {
           expect(outcome.report?.bytesDelivered).toBe(fixture.checkpoint.payloadBytes);
         }
         expect(outcome.error).not.toBeInstanceOf(AbortedError);
-        expect(atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1
+        expect(outcome.atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
         const snapshot = recovery.actor.getSnapshot();
         if (snapshot.status === 'done') expect(snapshot.context.ownership).toEqual({}); // G2

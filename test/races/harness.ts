@@ -6,15 +6,15 @@
  * Run more schedules: `SPILLWAY_RACE_RUNS=20000 npx vitest run test/races` (the total over all
  * races; the default is 2,000). Replay: `SPILLWAY_RACE_SEED=<seed printed> npx vitest run …`.
  */
-import { join } from 'node:path';
 import type { Scheduler } from 'fast-check';
-import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
-import { channelKey } from '../../src/services/channel.ts';
+import { afterAll, beforeAll } from 'vitest';
+import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
-import { tempDir } from '../model/support.ts';
-import { setFsHook, type FsOp } from '../../src/services/fs.ts';
+import { resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
 import { suppressedOf } from '../../src/services/errors.ts';
+import { channelBytes, makeSmallCheckpoint } from '../helpers/checkpoints.ts';
+import { removeSpillRoot } from '../helpers/spill-root.ts';
+import { removeDir, tempDir } from '../helpers/temp.ts';
 
 /** The race suites (one file each); the total run count is split evenly between them. */
 export const RACE_SUITES = 5;
@@ -120,23 +120,48 @@ export interface RaceFixture {
 /** A 24 KiB checkpoint over 2 channels and what each channel must receive. */
 export async function makeRaceFixture(): Promise<RaceFixture> {
   const dir = await tempDir();
-  const checkpoint = await makeCheckpoint({
-    out: join(dir, 'race.spwc'),
-    gates: 1,
+  const checkpoint = await makeSmallCheckpoint(dir, {
+    name: 'race.spwc',
+    kib: 24,
     channels: 2,
-    mb: 24 / 1024,
     seed: 11,
     maxEntryBytes: 3 * 1024,
   });
-  const parts = new Map<string, Buffer[]>();
-  let key = '';
-  await readCheckpoint(checkpoint.path, {
-    onEntry: (gate, channel) => {
-      key = channelKey({ gate, channel });
-      if (!parts.has(key)) parts.set(key, []);
-    },
-    onPayload: (chunk) => void parts.get(key)!.push(Buffer.from(chunk)),
+  return { dir, checkpoint, expected: await channelBytes(checkpoint.path) };
+}
+
+/** What every test of a race file works on. */
+export interface RaceSuite {
+  readonly fixture: RaceFixture;
+  /** One spill root for all the file's schedules (each must leave it empty). */
+  readonly spillRoot: string;
+}
+
+/**
+ * The per-file setup of a race: announces it (seed and count) and makes the fixture and a spill
+ * root before the first schedule; after the last, prints `summary()` (where the schedules
+ * landed) and removes both. Read the fields inside tests, not at collection time.
+ */
+export function raceSuite(race: string, summary: () => string): RaceSuite {
+  let fixture: RaceFixture | undefined;
+  let spillRoot = '';
+  beforeAll(async () => {
+    announce(race);
+    fixture = await makeRaceFixture();
+    spillRoot = await tempDir();
   });
-  const expected = new Map([...parts].map(([k, list]) => [k, Buffer.concat(list)]));
-  return { dir, checkpoint, expected };
+  afterAll(async () => {
+    console.log(summary());
+    resetFsSeam();
+    if (spillRoot !== '') await removeSpillRoot(spillRoot);
+    if (fixture !== undefined) await removeDir(fixture.dir);
+  });
+  return {
+    get fixture() {
+      return fixture!;
+    },
+    get spillRoot() {
+      return spillRoot;
+    },
+  };
 }

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -25,8 +24,8 @@ import {
 } from '../../src/services/errors.ts';
 import { fsOpCounts, injectFault, resetFsSeam } from '../../src/services/fs.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+import { vector } from '../helpers/checkpoints.ts';
 
-const VECTORS = fileURLToPath(new URL('../../../shared/vectors/', import.meta.url));
 const MIB = 1024 * 1024;
 
 afterEach(() => {
@@ -134,12 +133,12 @@ describe('checkpoint constants', () => {
   });
 });
 
-describe('readCheckpoint: shared vectors', () => {
+describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
   for (const name of ['tiny', 'small']) {
     it(`${name}.spwc reproduces ${name}.expected/ byte-exact per channel`, async () => {
-      const path = join(VECTORS, `${name}.spwc`);
+      const path = vector(`${name}.spwc`);
       const got = await collect(path);
-      const expectedDir = join(VECTORS, `${name}.expected`);
+      const expectedDir = vector(`${name}.expected`);
       const files = (await readdir(expectedDir)).sort();
       expect([...got.channels.keys()].map((k) => `${k}.bin`).sort()).toEqual(files);
       for (const file of files) {
@@ -160,7 +159,7 @@ describe('readCheckpoint: shared vectors', () => {
   }
 
   it('tiny.spwc reports entries with header offsets, zero-length entry included', async () => {
-    const got = await collect(join(VECTORS, 'tiny.spwc'));
+    const got = await collect(vector('tiny.spwc'));
     expect(got.entries).toEqual([
       { gate: 0, channel: 1, length: 2, offset: 8 },
       { gate: 7, channel: 3, length: 0, offset: 26 },
@@ -171,17 +170,17 @@ describe('readCheckpoint: shared vectors', () => {
   });
 
   it('any read chunk size gives the same result (headers and payloads straddle reads)', async () => {
-    const tiny = await collect(join(VECTORS, 'tiny.spwc'));
+    const tiny = await collect(vector('tiny.spwc'));
     for (let chunk = 1; chunk <= 24; chunk++) {
-      const got = await collect(join(VECTORS, 'tiny.spwc'), { readChunkBytes: chunk });
+      const got = await collect(vector('tiny.spwc'), { readChunkBytes: chunk });
       expect(got.entries).toEqual(tiny.entries);
       expect(got.channels).toEqual(tiny.channels);
       expect(got.summary).toEqual(tiny.summary);
       expect(Math.max(...got.chunkSizes)).toBeLessThanOrEqual(chunk);
     }
-    const small = await collect(join(VECTORS, 'small.spwc'));
+    const small = await collect(vector('small.spwc'));
     for (const chunk of [4093, 65536]) {
-      const got = await collect(join(VECTORS, 'small.spwc'), { readChunkBytes: chunk });
+      const got = await collect(vector('small.spwc'), { readChunkBytes: chunk });
       // Buffer.equals: a deep toEqual over megabytes is needlessly slow.
       expect([...got.channels.keys()]).toEqual([...small.channels.keys()]);
       for (const [k, v] of got.channels) expect(v.equals(small.channels.get(k)!)).toBe(true);
@@ -189,7 +188,7 @@ describe('readCheckpoint: shared vectors', () => {
   });
 
   it('corrupt-bad-magic.spwc: CorruptCheckpointError at byte 0', async () => {
-    const path = join(VECTORS, 'corrupt-bad-magic.spwc');
+    const path = vector('corrupt-bad-magic.spwc');
     const e = await corruptOf(path);
     expect(e.offset).toBe(0);
     expect(e.reason).toMatch(/magic 0x53505758/);
@@ -197,7 +196,7 @@ describe('readCheckpoint: shared vectors', () => {
   });
 
   it('corrupt-crc-mismatch.spwc: error at the last entry’s crc field (73), after delivery', async () => {
-    const path = join(VECTORS, 'corrupt-crc-mismatch.spwc');
+    const path = vector('corrupt-crc-mismatch.spwc');
     const delivered: Buffer[] = [];
     const error = await readCheckpoint(path, {
       onEntry() {},
@@ -214,13 +213,13 @@ describe('readCheckpoint: shared vectors', () => {
   });
 
   it('corrupt-truncated-payload.spwc: error at the end of the file (77)', async () => {
-    const e = await corruptOf(join(VECTORS, 'corrupt-truncated-payload.spwc'));
+    const e = await corruptOf(vector('corrupt-truncated-payload.spwc'));
     expect(e.offset).toBe(77);
     expect(e.reason).toMatch(/entry at byte 61: expected 3 bytes, 0 present/);
   });
 
   it('corrupt-negative-length.spwc: error at the first entry’s length field (16)', async () => {
-    const e = await corruptOf(join(VECTORS, 'corrupt-negative-length.spwc'));
+    const e = await corruptOf(vector('corrupt-negative-length.spwc'));
     expect(e.offset).toBe(16);
     expect(e.reason).toMatch(/length -5/);
   });
@@ -233,7 +232,7 @@ describe('readCheckpoint: shared vectors', () => {
       ['corrupt-negative-length.spwc', 16],
     ];
     for (const [name, offset] of cases) {
-      const e = await corruptOf(join(VECTORS, name), { readChunkBytes: 1 });
+      const e = await corruptOf(vector(name), { readChunkBytes: 1 });
       expect(e.offset).toBe(offset);
     }
   });
@@ -244,7 +243,7 @@ describe('readCheckpoint: every corrupt class, edited from a valid file', () => 
   let dir: string | undefined;
 
   async function variant(name: string, edit: (b: Buffer) => Buffer | void): Promise<string> {
-    tiny ??= await readFile(join(VECTORS, 'tiny.spwc'));
+    tiny ??= await readFile(vector('tiny.spwc'));
     dir ??= await makeTempRoot();
     const copy = Buffer.from(tiny);
     const bytes = edit(copy) ?? copy;
@@ -451,7 +450,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
 
   it('an EIO from the seam propagates unchanged and the file is closed', async () => {
     injectFault({ op: 'read', code: 'EIO', nth: 2 });
-    const error = await collect(join(VECTORS, 'small.spwc')).catch((e: unknown) => e);
+    const error = await collect(vector('small.spwc')).catch((e: unknown) => e);
     expect(error).not.toBeInstanceOf(CorruptCheckpointError);
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
     expect((error as Error).message).toMatch(/injected/);
@@ -461,7 +460,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
 
   it('a path that cannot be opened is a CheckpointPathError carrying the errno, and nothing is left open', async () => {
     injectFault({ op: 'open', code: 'ENOENT' });
-    const error = await collect(join(VECTORS, 'tiny.spwc')).catch((e: unknown) => e);
+    const error = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CheckpointPathError);
     expect((error as CheckpointPathError).errno).toBe('ENOENT');
     expect(((error as Error).cause as NodeJS.ErrnoException).code).toBe('ENOENT');
@@ -470,18 +469,16 @@ describe('readCheckpoint: streaming, faults, abort', () => {
 
   it('an I/O failure opening the checkpoint propagates as it is (the environment, not the input)', async () => {
     injectFault({ op: 'open', code: 'EIO' });
-    const error = await collect(join(VECTORS, 'tiny.spwc')).catch((e: unknown) => e);
+    const error = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
     expect(fsOpCounts().close).toBe(0);
   });
 
   it('a close fault fails a good read, but is only suppressed behind a corrupt-file error', async () => {
     injectFault({ op: 'close', code: 'EIO', times: 2 });
-    const good = await collect(join(VECTORS, 'tiny.spwc')).catch((e: unknown) => e);
+    const good = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect((good as NodeJS.ErrnoException).code).toBe('EIO');
-    const bad = await collect(join(VECTORS, 'corrupt-negative-length.spwc')).catch(
-      (e: unknown) => e,
-    );
+    const bad = await collect(vector('corrupt-negative-length.spwc')).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(CorruptCheckpointError);
     expect(suppressedOf(bad).map((e) => (e as NodeJS.ErrnoException).code)).toEqual(['EIO']);
     expectClosedEverything();
@@ -489,7 +486,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
 
   it('a visitor error propagates unchanged and the file is closed', async () => {
     const boom = new Error('sink failed');
-    const error = await readCheckpoint(join(VECTORS, 'tiny.spwc'), {
+    const error = await readCheckpoint(vector('tiny.spwc'), {
       onEntry() {},
       onPayload() {
         throw boom;
@@ -503,9 +500,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     const controller = new AbortController();
     const reason = new Error('cancelled');
     controller.abort(reason);
-    await expect(collect(join(VECTORS, 'tiny.spwc'), { signal: controller.signal })).rejects.toBe(
-      reason,
-    );
+    await expect(collect(vector('tiny.spwc'), { signal: controller.signal })).rejects.toBe(reason);
     expect(fsOpCounts().open).toBe(0);
   });
 
@@ -513,7 +508,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     const controller = new AbortController();
     let delivered = 0;
     const error = await readCheckpoint(
-      join(VECTORS, 'small.spwc'),
+      vector('small.spwc'),
       {
         onEntry() {},
         onPayload(chunk) {
@@ -529,9 +524,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
   });
 
   it('rejects a non-positive readChunkBytes', async () => {
-    await expect(collect(join(VECTORS, 'tiny.spwc'), { readChunkBytes: 0 })).rejects.toThrow(
-      RangeError,
-    );
+    await expect(collect(vector('tiny.spwc'), { readChunkBytes: 0 })).rejects.toThrow(RangeError);
   });
 });
 

@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RejectedError } from '../../src/services/errors.ts';
 import { SerialExecutor } from '../../src/services/executor.ts';
-
-/** Lets several macrotasks pass, so anything that could still settle has had its chance. */
-async function macrotasks(n = 5): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((res) => (resolve = res));
-  return { promise, resolve };
-}
+import { deferred, macrotasks } from '../helpers/async.ts';
 
 describe('SerialExecutor', () => {
   it('jobs start asynchronously, never inside submit', async () => {

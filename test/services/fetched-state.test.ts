@@ -1,4 +1,4 @@
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -12,42 +12,9 @@ import { channelKey } from '../../src/services/channel.ts';
 import { fsOpCounts, injectFault, makeFsError, resetFsSeam } from '../../src/services/fs.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+import { deferred, exists, macrotasks, settle } from '../helpers/async.ts';
 
 afterEach(() => resetFsSeam());
-
-/** Lets several macrotasks pass, so anything that could still settle has had its chance. */
-async function macrotasks(n = 5): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-function deferred<T = void>(): {
-  promise: Promise<T>;
-  resolve: (v: T) => void;
-  reject: (e: unknown) => void;
-} {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Settles to the rejection reason, or to 'ok'; attached at once so nothing goes unhandled. */
-function settle(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => 'ok',
-    (e: unknown) => e,
-  );
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
 
 const CHANNELS = [
   { gate: 0, channel: 0 },

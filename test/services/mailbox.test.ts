@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RejectedError } from '../../src/services/errors.ts';
 import { Mailbox } from '../../src/services/mailbox.ts';
-
-/** Lets several macrotasks pass, so anything that could still settle has had its chance. */
-async function macrotasks(n = 5): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((res) => (resolve = res));
-  return { promise, resolve };
-}
+import { deferred, macrotasks } from '../helpers/async.ts';
 
 describe('Mailbox', () => {
   it('mails start asynchronously, never inside execute', async () => {

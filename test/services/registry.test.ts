@@ -1,21 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RegistryClosedError, suppressedOf } from '../../src/services/errors.ts';
 import { CloseableRegistry, type Closeable } from '../../src/services/registry.ts';
-
-/** Lets several macrotasks pass, so anything that could still settle has had its chance. */
-async function macrotasks(n = 5): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } {
-  let resolve!: () => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
+import { deferred, macrotasks } from '../helpers/async.ts';
 
 /** A closeable that logs `name` when its close starts and then behaves as `behaviour` says. */
 function entry(

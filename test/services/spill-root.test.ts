@@ -1,5 +1,3 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import {
   chmod,
@@ -15,7 +13,6 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
 import { currentOwner, type OwnerMarker } from '../../src/services/spill-root/identity.ts';
@@ -23,27 +20,25 @@ import { isOwnerAlive } from '../../src/services/spill-root/liveness.ts';
 import { resolveSpillRoot, SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { SpillRootError } from '../../src/services/errors.ts';
 import { sweepSpillRoot, type SweepReport } from '../../src/services/spill-root/sweep.ts';
+import {
+  boot8,
+  bootId,
+  deadPid,
+  nextMessage,
+  repoRoot,
+  spawnFixture,
+  spawnTracked,
+  type Child,
+} from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const fixture = fileURLToPath(new URL('../helpers/spill-root-child.ts', import.meta.url));
-const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-const boot8 = bootId.replace(/-/g, '').slice(0, 8);
 const OTHER_BOOT = 'ffffffff-0000-4000-8000-000000000000';
 
 const opened: SpillRoot[] = [];
-const children: ChildProcess[] = [];
 
 afterEach(async () => {
   resetFsSeam();
   while (opened.length > 0) await opened.pop()!.close();
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = once(child, 'exit');
-      child.kill('SIGKILL');
-      await exited;
-    }
-  }
 });
 
 async function open(
@@ -57,13 +52,6 @@ async function open(
 
 function mode(st: { mode: number }): number {
   return st.mode & 0o777;
-}
-
-/** A pid that no longer runs: the child has exited and been reaped (if reused, by another start). */
-function deadPid(): number {
-  const pid = spawnSync('true').pid;
-  if (pid === undefined) throw new Error('could not spawn');
-  return pid;
 }
 
 interface Planted {
@@ -105,42 +93,9 @@ async function plantOwner(root: string, p: Planted): Promise<string> {
   return dir;
 }
 
-function spawnTracked(args: string[]): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  return child;
-}
-
-/** Runs the spill-root fixture with the real SpillRoot. */
-function spawnFixture(mode: string, root: string): ChildProcess {
-  return spawnTracked(['--import', 'tsx', fixture, mode, root]);
-}
-
-/** The first stdout line of a child, parsed; rejects with its stderr if it exits first. */
-async function firstLine<T>(child: ChildProcess): Promise<T> {
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise<T>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) resolve(JSON.parse(out.slice(0, nl)) as T);
-    });
-    child.once('exit', (code, signal) =>
-      reject(new Error(`child exited (${code ?? signal}) before its line: ${err}`)),
-    );
-  });
-}
-
-async function exitOf(
-  child: ChildProcess,
-): Promise<{ code: number | null; signal: string | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) {
-    return { code: child.exitCode, signal: child.signalCode };
-  }
-  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
-  return { code, signal };
+/** Runs test/fixtures/spill-root-child.ts (the real SpillRoot in a child) in `mode`. */
+function spillRootChild(mode: string, root: string): Child {
+  return spawnFixture('spill-root-child.ts', [mode, root]);
 }
 
 /**
@@ -165,9 +120,9 @@ setInterval(() => {}, 1 << 30);
 
 async function identityChild(
   root: string,
-): Promise<{ child: ChildProcess; dir: string; pid: number; startTicks: number }> {
-  const child = spawnTracked(['-e', IDENTITY_CHILD, root]);
-  const line = await firstLine<{ dir: string; pid: number; startTicks: number }>(child);
+): Promise<{ child: Child; dir: string; pid: number; startTicks: number }> {
+  const child = spawnTracked(process.execPath, ['-e', IDENTITY_CHILD, root]);
+  const line = await nextMessage<{ dir: string; pid: number; startTicks: number }>(child);
   return { child, ...line };
 }
 
@@ -360,8 +315,8 @@ describe('the sweep', () => {
     const { child, dir } = await identityChild(root);
     // While it runs, its files are never touched.
     expect((await sweepQuiet(root)).report.kept).toEqual([dir]);
-    child.kill('SIGKILL');
-    expect((await exitOf(child)).signal).toBe('SIGKILL');
+    child.proc.kill('SIGKILL');
+    expect((await child.exited).signal).toBe('SIGKILL');
     expect(existsSync(dir)).toBe(true);
     const spill = await open(root, { log: () => {} });
     expect(spill.lastSweep).toEqual({ swept: [dir], kept: [], errors: [] });
@@ -370,11 +325,11 @@ describe('the sweep', () => {
 
   it("G7 a kill -9'd Spillway process's owner dir and spill files are swept by the next start", async () => {
     const root = await makeTempRoot();
-    const child = spawnFixture('hang', root);
-    const { ownerDir, taskDir } = await firstLine<{ ownerDir: string; taskDir: string }>(child);
+    const child = spillRootChild('hang', root);
+    const { ownerDir, taskDir } = await nextMessage<{ ownerDir: string; taskDir: string }>(child);
     expect(existsSync(join(taskDir, 'spill-segment-0.bin'))).toBe(true);
-    child.kill('SIGKILL');
-    await exitOf(child);
+    child.proc.kill('SIGKILL');
+    await child.exited;
     expect(existsSync(ownerDir)).toBe(true);
     const spill = await open(root, { log: () => {} });
     expect(spill.lastSweep?.swept).toEqual([ownerDir]);
@@ -655,10 +610,13 @@ describe('the sweep', () => {
         }),
       );
     }
-    const [c1, c2] = [spawnFixture('sweep', root), spawnFixture('sweep', root)];
-    const [r1, r2] = await Promise.all([firstLine<SweepReport>(c1), firstLine<SweepReport>(c2)]);
-    expect((await exitOf(c1)).code).toBe(0);
-    expect((await exitOf(c2)).code).toBe(0);
+    const [c1, c2] = [spillRootChild('sweep', root), spillRootChild('sweep', root)];
+    const [r1, r2] = await Promise.all([
+      nextMessage<SweepReport>(c1),
+      nextMessage<SweepReport>(c2),
+    ]);
+    expect((await c1.exited).code).toBe(0);
+    expect((await c2.exited).code).toBe(0);
     expect(r1.errors).toEqual([]);
     expect(r2.errors).toEqual([]);
     const sweptOwners = [...r1.swept, ...r2.swept].filter((p) => p.includes('/owner-'));
@@ -683,29 +641,29 @@ describe('the sweep', () => {
 describe('process endings', () => {
   it('G7 the owner dir is gone after the process exits normally', async () => {
     const root = await makeTempRoot();
-    const child = spawnFixture('exit', root);
-    const { ownerDir } = await firstLine<{ ownerDir: string }>(child);
-    expect((await exitOf(child)).code).toBe(0);
+    const child = spillRootChild('exit', root);
+    const { ownerDir } = await nextMessage<{ ownerDir: string }>(child);
+    expect((await child.exited).code).toBe(0);
     expect(existsSync(ownerDir)).toBe(false);
     expect(await readdir(join(root, 'spillway'))).toEqual([]);
   });
 
   it('G7 the owner dir is gone after SIGTERM when the process exits from its handler', async () => {
     const root = await makeTempRoot();
-    const child = spawnFixture('sigterm', root);
-    const { ownerDir, taskDir } = await firstLine<{ ownerDir: string; taskDir: string }>(child);
+    const child = spillRootChild('sigterm', root);
+    const { ownerDir, taskDir } = await nextMessage<{ ownerDir: string; taskDir: string }>(child);
     expect(existsSync(join(taskDir, 'spill-segment-0.bin'))).toBe(true);
-    child.kill('SIGTERM');
-    expect((await exitOf(child)).code).toBe(143);
+    child.proc.kill('SIGTERM');
+    expect((await child.exited).code).toBe(143);
     expect(existsSync(ownerDir)).toBe(false);
     expect(await readdir(join(root, 'spillway'))).toEqual([]);
   });
 
   it('G7 the owner dir is gone after an uncaught exception', async () => {
     const root = await makeTempRoot();
-    const child = spawnFixture('throw', root);
-    const { ownerDir } = await firstLine<{ ownerDir: string }>(child);
-    expect((await exitOf(child)).code).toBe(1);
+    const child = spillRootChild('throw', root);
+    const { ownerDir } = await nextMessage<{ ownerDir: string }>(child);
+    expect((await child.exited).code).toBe(1);
     expect(existsSync(ownerDir)).toBe(false);
   });
 });

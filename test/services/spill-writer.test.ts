@@ -8,7 +8,7 @@ import { fsOpCounts, injectFault, resetFsSeam, setFsHook } from '../../src/servi
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
-import { deferred, exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
+import { deferred, exists, macrotasks, pauseOn, settle, until } from '../helpers/async.ts';
 
 afterEach(() => resetFsSeam());
 
@@ -596,7 +596,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
   it('G3 abort while a write runs behind, with nobody discarding: the writer deletes the landed file itself', async () => {
     const { writer, taskDir, rms, gate, file0 } = await abortWithWriteInFlight();
     gate.resolve();
-    while (rms.length === 0) await macrotasks(1); // the write lands, then the writer acts
+    await until(() => rms.length > 0, 'the writer deletes the landed file'); // write lands, writer acts
     expect(rms).toEqual([file0]); // its own delete started before anyone asked for a discard
     expect(fsOpCounts().write).toBe(1);
     await writer.discardSpilledFiles(); // waits for that delete, then removes the dir
