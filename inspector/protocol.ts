@@ -8,7 +8,9 @@
  * a rename in src/machines fails `tsc` instead of silently blanking a panel.
  */
 import type { OwnerId, RegistryEvent, ResourceId, TaskEvent } from '../src/machines/events.ts';
-import type { TaskContext } from '../src/machines/task.machine.ts';
+import type { TaskView } from '../src/recovery-types.ts';
+import type { FetchReport } from '../src/services/spill/fetch-stage.ts';
+import type { DrainReport } from '../src/services/spill/drainer.ts';
 
 export type { OwnerId, ResourceId };
 
@@ -197,15 +199,18 @@ export type RegistryEventData<T extends RegistryEventType> = {
 
 /**
  * The task machine's context as a root `SnapshotRecord.context` carries it: the fields the page
- * reads, typed from `TaskContext` itself. Optional, because a page must also draw a task whose
- * first snapshot it never saw (a history trimmed to its last records).
+ * reads. Typed from the product's own XState-free types (this file is part of
+ * `spillway/inspector`'s declarations); `test/inspector/protocol.typecheck.ts` checks that
+ * `TaskContext` still matches it. Optional, because a page must also draw a task whose first
+ * snapshot it never saw (a history trimmed to its last records).
  */
 export interface TaskContextView {
-  ownership?: TaskContext['ownership'];
-  closedByRegistry?: TaskContext['closedByRegistry'];
-  fetch?: Pick<NonNullable<TaskContext['fetch']>, 'spillFiles' | 'spilledBytes'>;
-  drain?: Pick<NonNullable<TaskContext['drain']>, 'bytes' | 'buffers'>;
-  checkpoints?: TaskContext['checkpoints'];
-  trigger?: TaskContext['trigger'];
+  ownership?: TaskView['ownership'];
+  closedByRegistry?: TaskView['closedByRegistry'];
+  fetch?: Pick<FetchReport, 'spillFiles' | 'spilledBytes'>;
+  drain?: Pick<DrainReport, 'bytes' | 'buffers'>;
+  checkpoints?: TaskView['checkpoints'];
+  /** Whether a checkpoint can be taken yet (Flink's recovery trigger). */
+  trigger?: 'not-ready' | 'drainer';
   cause?: ErrorSummary;
 }

@@ -98,6 +98,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     checkpoint: options.checkpoint,
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
     limits: options.limits ?? {},
+    abandonAfterMs: options.abandonAfterMs,
     channels: options.channels,
     registry,
     mailbox,
@@ -145,10 +146,10 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     throw primary;
   });
 
-  const cancel = (reason?: string) => {
+  const cancel = (reason?: unknown) => {
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'CANCEL', reason });
   };
-  const onAbort = () => cancel(String(options.signal?.reason ?? 'aborted'));
+  const onAbort = () => cancel(options.signal?.reason);
   if (options.signal?.aborted) queueMicrotask(onAbort);
   else options.signal?.addEventListener('abort', onAbort, { once: true });
   void done

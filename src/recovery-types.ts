@@ -39,6 +39,12 @@ export interface RecoverOptions {
   taskId?: string | undefined;
   /** End as soon as recovery is done (default true); false keeps the task running until FINISH. */
   autoFinish?: boolean | undefined;
+  /**
+   * Once the task begins to end (cancel, an aborted signal, a failure), how long a channel
+   * consumer that has not returned is waited for before it is abandoned (G11: `done` settles in
+   * bounded time whatever a consumer does); default 3000 ms.
+   */
+  abandonAfterMs?: number | undefined;
 }
 
 /**
@@ -155,7 +161,7 @@ export interface TaskActor {
   getSnapshot(): TaskSnapshot;
   subscribe(observer: (snapshot: TaskSnapshot) => void): { unsubscribe(): void };
   /** `FINISH` ends a task started with `autoFinish: false`; `CANCEL` is `recovery.cancel()`. */
-  send(event: { type: 'FINISH' } | { type: 'CANCEL'; reason?: string }): void;
+  send(event: { type: 'FINISH' } | { type: 'CANCEL'; reason?: unknown }): void;
   /** A bare stop: no exit action runs, yet the registry's backstop still removes every file. */
   stop(): void;
 }
@@ -188,6 +194,9 @@ export interface Recovery extends AsyncDisposable {
    * an `AbortedError` once the task has ended.
    */
   checkpoint(id: number, options?: { out?: string }): Promise<CheckpointResult>;
-  /** Cancels the task; `done` then rejects with a `CancelledError` after cleanup. */
-  cancel(reason?: string): void;
+  /**
+   * Cancels the task; `done` then rejects, after cleanup, with a `CancelledError`
+   * (`name: 'AbortError'`, `code: 'ABORT_ERR'`) whose `cause` is `reason`.
+   */
+  cancel(reason?: unknown): void;
 }

@@ -45,7 +45,7 @@ const MAX_LOG = 6000;
  * @property {number} t
  * @property {string} leaf
  * @property {Partial<Record<ResourceId, OwnerId>>} ownership
- * @property {ResourceId[]} closed what the registry closed
+ * @property {readonly ResourceId[]} closed what the registry closed
  * @property {string} cause type of the event that produced the snapshot
  */
 

@@ -89,7 +89,8 @@ export interface CheckpointEvent {
 /** Cancel the task: every resource is closed, `done` rejects with a CancelledError. */
 export interface CancelEvent {
   type: 'CANCEL';
-  reason?: string;
+  /** Why: any value (an Error, a string); it becomes the `cause` of the task's `CancelledError`. */
+  reason?: unknown;
 }
 
 /** Fail the task from outside with this cause. */

@@ -1,6 +1,6 @@
 /** Stage 1 of recovery: stream the checkpoint into spill files and hand the sealed state on. */
 import { assign, fromPromise, setup } from 'xstate';
-import { fetchToSpill } from '../services/spill/fetch-stage.ts';
+import { fetchToSpill, type FetchReport } from '../services/spill/fetch-stage.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
 import type { TaskServices } from './task-services.ts';
@@ -10,12 +10,8 @@ export interface FetchInput {
   parent: TaskRef;
 }
 
-export interface FetchOutput {
-  spillFiles: number;
-  spilledBytes: number;
-  payloadBytes: number;
-  entries: number;
-}
+/** The stage's output: what it spilled and read (its state went to the task by event). */
+export type FetchOutput = FetchReport;
 
 /**
  * How the spill actor keeps G2 and G3. The product runs with both on; the model suite's

@@ -15,7 +15,7 @@ export interface GapInput {
 }
 
 export interface GapContext extends GapInput {
-  consumers?: ReadonlyMap<number, ChannelConsumer>;
+  consumers?: Map<number, ChannelConsumer>;
 }
 
 /**
@@ -35,7 +35,7 @@ function mail<T>(services: TaskServices, name: string, signal: AbortSignal, body
     });
 }
 
-export const requestPartitions = fromPromise<ReadonlyMap<number, ChannelConsumer>, GapInput>(
+export const requestPartitions = fromPromise<Map<number, ChannelConsumer>, GapInput>(
   async ({ input, signal }) => {
     await input.services.hooks.beforeStage?.('gap', input.services);
     return mail(input.services, 'requestPartitions', signal, () => {
@@ -50,10 +50,15 @@ export const requestPartitions = fromPromise<ReadonlyMap<number, ChannelConsumer
 
 export const buildDrainer = fromPromise<
   void,
-  GapInput & { consumers: ReadonlyMap<number, ChannelConsumer> }
+  GapInput & { consumers: Map<number, ChannelConsumer> }
 >(({ input, signal }) =>
   mail(input.services, 'buildDrainer', signal, () => {
-    const drainer = new Drainer(input.state, input.consumers, input.services.limits);
+    const drainer = new Drainer(input.state, input.consumers, {
+      ...input.services.limits,
+      ...(input.services.abandonAfterMs !== undefined
+        ? { abandonAfterMs: input.services.abandonAfterMs }
+        : {}),
+    });
     // Hand-off at acquisition, in the same synchronous step that opened the main reader.
     input.parent.send({ type: 'DRAINER.READY', drainer });
     input.services.hooks.afterDrainerBuilt?.(drainer);
@@ -69,6 +74,7 @@ export const installTrigger = fromPromise<void, GapInput>(({ input, signal }) =>
 export const gapMachine = setup({
   types: {} as { input: GapInput; context: GapContext },
   actors: { requestPartitions, buildDrainer, installTrigger },
+  actions: { forgetConsumers: assign({ consumers: undefined }) },
 }).createMachine({
   id: 'gap',
   description: 'Stage 2: mailbox mails that turn the fetched state into a live drainer.',
@@ -95,7 +101,8 @@ export const gapMachine = setup({
         id: 'buildDrainer',
         src: 'buildDrainer',
         input: ({ context }) => ({ ...context, consumers: context.consumers! }),
-        onDone: 'installingTrigger',
+        // The drainer holds the consumers now; one channel's entry each is plenty (G8).
+        onDone: { target: 'installingTrigger', actions: 'forgetConsumers' },
       },
     },
     installingTrigger: {

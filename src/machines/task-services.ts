@@ -31,6 +31,8 @@ export interface TaskServices {
   /** Resolves to this task's dir path (not created) once the spill root is open. */
   readonly taskDir: () => Promise<string>;
   readonly limits: SpillLimits;
+  /** How long an ending waits for a consumer that has not returned (G11). */
+  readonly abandonAfterMs: number | undefined;
   readonly channels: (info: ChannelInfo) => ChannelConsumer;
   /** The task's resourceCloser: the backstop for every resource handed over. */
   readonly registry: CloseableRegistry;

@@ -86,6 +86,18 @@ function applyMove(enqueue: MoveEnqueuer, move: OwnershipMove): void {
   for (const message of move.registry) enqueue.sendTo('registry', message);
 }
 
+/**
+ * The cause of a cancelled task: an AbortError-style `CancelledError` whose `cause` is the very
+ * reason given (`signal.reason`, the argument of `cancel(reason)`), kept as the object it is.
+ */
+function cancellation(reason: unknown): CancelledError {
+  const said =
+    reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : undefined;
+  return new CancelledError(`task cancelled${said ? `: ${said}` : ''}`, {
+    ...(reason !== undefined ? { cause: reason } : {}),
+  });
+}
+
 /** A stage's failure becomes the cause unless an earlier one is (G5). */
 const STAGE_ERROR = {
   type: 'recordStageError',
@@ -184,9 +196,8 @@ export const taskMachine = setup({
       cause: ({ context }, params: { error: unknown }) => context.cause ?? toError(params.error),
     }),
     recordCancel: assign({
-      cause: ({ context }, params: { reason: string | undefined }) =>
-        context.cause ??
-        new CancelledError(`task cancelled${params.reason ? `: ${params.reason}` : ''}`),
+      cause: ({ context }, params: { reason: unknown }) =>
+        context.cause ?? cancellation(params.reason),
     }),
     recordFailure: assign({
       cause: ({ context }, params: { error: Error }) => context.cause ?? params.error,

@@ -5,13 +5,16 @@
  * synchronous removal. (`kill -9` skips it; the sweep covers that, G7.) The hook is installed
  * the first time something is registered, never at import.
  */
+import { rmdirSync } from 'node:fs';
 import { fsSeam } from './fs.ts';
 
-const paths = new Set<string>();
+/** path → whether it goes only if empty (a dir of the user's we created, never their files). */
+const paths = new Map<string, boolean>();
 let installed = false;
 
 /**
- * Removes `path` (a file or a whole tree) when the process exits, unless it is released first.
+ * Removes `path` (a file or a whole tree; with `ifEmpty`, a dir only if it is empty) when the
+ * process exits, unless it is released first.
  *
  * @example
  * ```ts
@@ -20,14 +23,16 @@ let installed = false;
  * releaseAtExit(ownerDir);
  * ```
  */
-export function removeAtExit(path: string): void {
-  paths.add(path);
+export function removeAtExit(path: string, options: { ifEmpty?: boolean } = {}): void {
+  paths.set(path, options.ifEmpty === true);
   if (installed) return;
   installed = true;
   process.on('exit', () => {
-    for (const p of paths) {
+    // Insertion order: a staging dir before the output dir that holds it.
+    for (const [p, ifEmpty] of paths) {
       try {
-        fsSeam.rmSync(p);
+        if (ifEmpty) rmdirSync(p);
+        else fsSeam.rmSync(p);
       } catch {
         // Nothing to report to at exit; the next start's sweep removes what is left.
       }

@@ -146,7 +146,7 @@ describe('spillway usage', () => {
     const run = await runCli(['recover', dir, '--out', join(dir, 'out'), '--spill-root', dir]);
     expect(run.code).toBe(2);
     expect(lines(run.stderr)).toHaveLength(1);
-    expect(run.stderr).toContain(`${dir}: not a regular file`);
+    expect(run.stderr).toContain(`${dir}: is a directory, not a checkpoint file`);
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -157,7 +157,7 @@ describe('spillway usage', () => {
     const run = await runCli(['recover', vector('tiny.spwc'), '--out', file]);
     expect(run.code).toBe(2);
     expect(lines(run.stderr)).toHaveLength(1);
-    expect(run.stderr).toContain(`${file}: not a directory`);
+    expect(run.stderr).toContain(`${file}: is not a directory`);
     expect(await readFile(file, 'utf8')).toBe('mine');
   });
 

@@ -1,13 +1,16 @@
 /**
- * SIGTERM and SIGINT cancel a running `spillway recover` (issue 3, DESIGN §4): the command exits
- * 143 or 130, the spill root holds nothing of it, no partial output file remains, and the
- * cleanup's consequences (files vanishing under readers) never reach stderr as ENOENT noise.
+ * Every terminating signal — HUP, INT, QUIT, TERM, USR2, ALRM — cancels a running `spillway
+ * recover` (docs/cli.md): the command exits 128 + n, the spill root holds nothing of it, the
+ * output dir is as it was (here: gone, since the run created it), and the cleanup's
+ * consequences (files vanishing under readers) never reach stderr as ENOENT noise. A second
+ * signal waits for the cleanup; a third ends the process at once and says so, and even then
+ * the exit hook leaves nothing behind.
  *
  * The moment of each signal is chosen by watching the file system, never by sleeping: the owner
  * dir appearing (right at start), a second spill file appearing (fetch still running, 64 MiB of
- * 256 in), and the first output file appearing (drain running).
+ * 256 in), and the first channel file appearing in the staging dir (drain running).
  */
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
@@ -43,8 +46,8 @@ async function recoverUntil(
     );
   } else {
     seen = await waitFor(
-      'the first output file',
-      async () => (await readdir(out).catch(() => [] as string[]))[0],
+      'the first channel file in the staging dir',
+      async () => (await listTree(out)).find((p) => /^\.spillway-staging-[^/]+\/gate-/.test(p)),
       { child },
     );
   }
@@ -84,7 +87,7 @@ describe('signals cancel spillway recover and clean up', () => {
     await expectCancelledCleanly(run, 130, 'SIGINT');
   });
 
-  it('SIGTERM before fetch finishes exits 143; its spill files are removed, even under a storm of SIGINTs', async () => {
+  it('SIGTERM before fetch finishes exits 143; a storm of SIGINTs during cleanup ends it early (the third says so) and still leaves nothing', async () => {
     const run = await recoverUntil('fetch');
     run.child.proc.kill('SIGTERM');
     // Not sent together: Linux delivers pending signals lowest number first, so SIGINT would win.
@@ -100,9 +103,16 @@ describe('signals cancel spillway recover and clean up', () => {
       await new Promise((r) => setImmediate(r));
     }
     expect(sent).toBeGreaterThan(0);
+    const { code, signal } = await run.child.exited;
     // Node restores the default action while it tears down after the 'exit' hooks ran, so a
     // SIGINT landing there still kills it; by then the owner dir is gone, which is the point.
-    await expectCancelledCleanly(run, 143, 'SIGTERM', { orKilledBy: 'SIGINT' });
+    if (signal === null) expect(code).toBe(143);
+    else expect(signal).toBe('SIGINT');
+    expect(run.child.stderr).toMatch(/SIGINT again; still cleaning up/);
+    expect(run.child.stderr).toMatch(/SIGINT a third time; exiting before cleanup finished/);
+    expect(run.child.stderr).not.toContain('    at ');
+    expect(await spillLeftovers(run.root)).toEqual([]);
+    expect(await listTree(run.out)).toEqual([]);
   });
 
   it('SIGINT before fetch finishes exits 130; its spill files are removed', async () => {
@@ -127,5 +137,36 @@ describe('signals cancel spillway recover and clean up', () => {
     const run = await recoverUntil('drain');
     run.child.proc.kill('SIGINT');
     await expectCancelledCleanly(run, 130, 'SIGINT');
+  });
+
+  // Each of the six, in each of the two long stages: 128 + n, nothing left.
+  for (const [name, code] of [
+    ['SIGHUP', 129],
+    ['SIGINT', 130],
+    ['SIGQUIT', 131],
+    ['SIGTERM', 143],
+    ['SIGUSR2', 140],
+    ['SIGALRM', 142],
+  ] as const) {
+    for (const moment of ['fetch', 'drain'] as const) {
+      it(`${name} mid-${moment} exits ${code}; no spill file, no output left`, async () => {
+        const run = await recoverUntil(moment);
+        run.child.proc.kill(name);
+        await expectCancelledCleanly(run, code, name);
+      });
+    }
+  }
+
+  it('a second signal during cleanup waits for it: the first one decides the exit code', async () => {
+    const run = await recoverUntil('drain');
+    // Different signals sent at once are delivered lowest number first: HUP, then TERM.
+    run.child.proc.kill('SIGTERM');
+    run.child.proc.kill('SIGHUP');
+    const { code } = await run.child.exited;
+    expect([129, 143]).toContain(code);
+    expect(run.child.stderr).toMatch(/again; still cleaning up/);
+    expect(run.child.stderr).toMatch(/cancelled by SIG(HUP|TERM)/);
+    expect(await spillLeftovers(run.root)).toEqual([]);
+    expect(await listTree(run.out)).toEqual([]);
   });
 });

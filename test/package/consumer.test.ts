@@ -101,8 +101,14 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'spillway-consumer-'));
   app = join(work, 'app');
   await mkdir(app);
-  // prepack builds dist/ exactly as publishing would.
-  const packed = await npm(['pack', '--json', '--pack-destination', work], repo);
+  // `npm test` built dist/ just before (as prepack would); packing without scripts keeps the
+  // build from being redone under the other suites, which run the same bin meanwhile.
+  const built = await readFile(join(repo, 'dist', 'src', 'index.js'), 'utf8').catch(() => '');
+  if (built === '') throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  const packed = await npm(
+    ['pack', '--ignore-scripts', '--json', '--pack-destination', work],
+    repo,
+  );
   const [info] = JSON.parse(packed.stdout) as { filename: string }[];
   tarball = join(work, info!.filename);
   await writeFile(

@@ -71,7 +71,9 @@ describe('classify', () => {
     const loop = loopOf('enospc');
     const verdict = classify(loop, new CleanupError('delete failed'), false);
     expect(verdict).toMatchObject({ outcome: 'failed', ending: 'masked' });
-    expect(verdict.problem).toMatch(/expected failed, got failed: CleanupError: delete failed/);
+    expect(verdict.problem).toMatch(
+      /expected failed, got failed: CleanupError ERR_SPILLWAY_CLEANUP: delete failed/,
+    );
   });
 
   it('a cancel where a failure was planned is masked too', () => {

@@ -2,16 +2,19 @@
  * Channel consumers that write each channel's recovered bytes to its own file,
  * `gate-<g>-channel-<c>.bin`, in a directory the caller owns (the output dir's staging dir).
  *
- * Built so that nothing grows with the number of channels (G8): a channel has state only while
- * it holds staged bytes, the bytes staged across all channels are bounded, files are written
- * through a bounded pool of open descriptors, and file operations run a bounded number at a
- * time — several in flight, so the thread pool is not idle while one file is created.
+ * Built so that nothing grows with the number of channels (G8): a channel has state here only
+ * while it has work (bytes staged, or a file to finish), the bytes staged across all channels
+ * are bounded, files are written through a bounded pool of open descriptors, and a bounded
+ * number of file operations run at once — several, so the thread pool is never idle while one
+ * file is created. At hundreds of thousands of small files the garbage of each operation is
+ * what fills the heap, so an operation is one async function over bare descriptors: no
+ * promise chain per channel, no file-handle object per file.
  */
 import { constants } from 'node:fs';
 import { join } from 'node:path';
-import { channelKey, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
+import { channelId, channelKey, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
 import { ErrorCollector, toError } from '../errors.ts';
-import { fsSeam, type SeamFile } from '../fs.ts';
+import { fsSeam } from '../fs.ts';
 
 /** How much the sink may hold at once. */
 export interface ChannelFileLimits {
@@ -19,7 +22,7 @@ export interface ChannelFileLimits {
   maxStagedBytes?: number;
   /** A channel's staged bytes are written once they reach this; default 256 KiB. */
   chunkBytes?: number;
-  /** Channels holding staged bytes at once before the oldest are written; default 4096. */
+  /** Channels holding staged bytes at once before the oldest are written; default 1024. */
   maxStagedChannels?: number;
   /** Descriptors kept open for channels that are written again; default 64. */
   maxOpenFiles?: number;
@@ -30,43 +33,17 @@ export interface ChannelFileLimits {
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW;
 
-/** Operations queued before the drain is made to wait (each holds at most one chunk). */
-const MAX_QUEUED = 64;
-
-/** A channel's id: one number instead of a string key per channel. */
-function idOf(info: ChannelInfo): number {
-  return info.gate * 65536 + info.channel;
-}
-
-/** What a channel holds while it has bytes that are not written yet. */
-interface Staged {
+/** A channel with something to do. Exists only while it has. */
+interface Work {
   readonly info: ChannelInfo;
   chunks: Buffer[];
   bytes: number;
-}
-
-/** Runs at most `limit` operations at once, in the order they ask. */
-class Limiter {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  get busy(): boolean {
-    return this.active >= this.limit;
-  }
-
-  async run<T>(op: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((go) => this.waiting.push(go));
-    else this.active++;
-    try {
-      return await op();
-    } finally {
-      const next = this.waiting.shift();
-      if (next !== undefined) next();
-      else this.active--;
-    }
-  }
+  /** onFinished came: the file is to be completed and closed, and the channel forgotten. */
+  finish: boolean;
+  /** In the run queue (at most once). */
+  queued: boolean;
+  /** An operation of this channel is running (at most one: a channel's writes stay in order). */
+  running: boolean;
 }
 
 /**
@@ -90,23 +67,22 @@ export class ChannelFileSink {
   private readonly chunkBytes: number;
   private readonly maxStagedChannels: number;
   private readonly maxOpenFiles: number;
-  private readonly limiter: Limiter;
-  /** Channels with bytes not yet written, oldest first (a Map keeps insertion order). */
-  private readonly staged = new Map<number, Staged>();
+  private readonly maxInFlight: number;
+  /** Channels with work, oldest first (a Map keeps insertion order). */
+  private readonly work = new Map<number, Work>();
   private stagedBytes = 0;
-  /** Channels whose file exists. */
+  /** Channels waiting for an operation slot, in order; `head` is the next one. */
+  private queue: number[] = [];
+  private head = 0;
+  private running = 0;
+  /** Channels whose file exists and is not finished yet (the first write creates it). */
   private readonly created = new Set<number>();
+  /** Open descriptors, least recently used first. */
+  private readonly open = new Map<number, number>();
   /** Channels finished, in order: the files {@link finish} guarantees. */
   private readonly done: ChannelInfo[] = [];
-  /** Open descriptors, least recently used first. */
-  private readonly open = new Map<number, SeamFile>();
-  /** Channels whose operation is running now: their descriptors are never evicted. */
-  private readonly busy = new Set<number>();
-  /** Per channel, the last operation queued: a channel's writes stay in order. */
-  private readonly tails = new Map<number, Promise<void>>();
-  private readonly inFlight = new Set<Promise<void>>();
-  /** Resolved (and replaced) each time a queued operation ends: what backpressure waits on. */
-  private slotFreed: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Resolved each time an operation ends: what backpressure and {@link finish} wait on. */
+  private progress: { promise: Promise<void>; resolve: () => void } | undefined;
   private failure: Error | undefined;
   private closed = false;
 
@@ -116,9 +92,10 @@ export class ChannelFileSink {
   ) {
     this.maxStagedBytes = limits.maxStagedBytes ?? 16 * 1024 * 1024;
     this.chunkBytes = limits.chunkBytes ?? 256 * 1024;
-    this.maxStagedChannels = limits.maxStagedChannels ?? 4096;
+    this.maxStagedChannels = limits.maxStagedChannels ?? 1024;
     this.maxOpenFiles = limits.maxOpenFiles ?? 64;
-    this.limiter = new Limiter(Math.min(limits.maxInFlight ?? 8, this.maxOpenFiles - 1));
+    // Fewer operations than descriptors, so there is always an idle one to evict.
+    this.maxInFlight = Math.max(1, Math.min(limits.maxInFlight ?? 8, this.maxOpenFiles - 1));
   }
 
   /** The channels finished so far (each has its file once {@link finish} resolves). */
@@ -126,143 +103,155 @@ export class ChannelFileSink {
     return this.done;
   }
 
-  /** The consumer of one channel: it copies what it is given (it borrows). */
+  /**
+   * The consumer of one channel: it copies what it is given (it borrows). A small object with
+   * its methods on a prototype, not closures: there may be hundreds of thousands.
+   */
   consumer(info: ChannelInfo): ChannelConsumer {
-    const channel = { gate: info.gate, channel: info.channel };
-    return {
-      borrows: true,
-      onBuffer: (buffer) => this.take(channel, buffer),
-      onFinished: () => this.finishChannel(channel),
-    };
+    return new ChannelFileConsumer(this, info);
   }
 
-  /** Waits for every write, closes every file; throws the first write error. Idempotent. */
+  /** Waits for every write, closes every file; throws the first write error. */
   async finish(): Promise<void> {
-    this.flushAll();
-    await this.settle();
-    this.closed = true;
-    const errors = new ErrorCollector();
-    if (this.failure !== undefined) errors.add(this.failure);
-    for (const file of this.open.values()) await file.close().catch((e) => errors.add(e));
-    this.open.clear();
-    errors.throwIfAny();
+    for (const id of this.work.keys()) this.schedule(id);
+    while (this.running > 0 || this.head < this.queue.length) await this.nextProgress();
+    await this.closeAll();
   }
 
   /** Stops writing and closes every descriptor (the caller removes the directory). */
   async discard(): Promise<void> {
     this.closed = true;
-    this.staged.clear();
+    this.queue = [];
+    this.head = 0;
+    while (this.running > 0) await this.nextProgress();
+    this.work.clear();
     this.stagedBytes = 0;
-    await this.settle();
-    const errors = new ErrorCollector();
-    for (const file of this.open.values()) await file.close().catch((e) => errors.add(e));
-    this.open.clear();
-    errors.throwIfAny();
+    await this.closeAll().catch(() => undefined);
   }
 
-  private take(info: ChannelInfo, buffer: Buffer): void | Promise<void> {
+  /** @internal a consumer's delivery. */
+  take(info: ChannelInfo, buffer: Buffer): void | Promise<void> {
     this.check();
     this.bytes += buffer.length;
     if (buffer.length === 0) return undefined;
-    const id = idOf(info);
-    let entry = this.staged.get(id);
-    if (entry === undefined) {
-      entry = { info, chunks: [], bytes: 0 };
-      this.staged.set(id, entry);
-    }
+    const work = this.workOf(info);
     // A copy: the drain may reuse its buffer as soon as this returns.
-    entry.chunks.push(Buffer.from(buffer));
-    entry.bytes += buffer.length;
+    work.chunks.push(Buffer.from(buffer));
+    work.bytes += buffer.length;
     this.stagedBytes += buffer.length;
-    if (entry.bytes >= this.chunkBytes) this.write(id, entry);
-    if (this.stagedBytes > this.maxStagedBytes || this.staged.size > this.maxStagedChannels) {
+    if (work.bytes >= this.chunkBytes) this.schedule(channelId(info));
+    if (this.stagedBytes > this.maxStagedBytes || this.work.size > this.maxStagedChannels) {
       // Oldest first: the channels the drain has moved on from.
-      for (const [oldId, old] of this.staged) {
+      for (const [id, old] of this.work) {
         if (
           this.stagedBytes <= this.maxStagedBytes / 2 &&
-          this.staged.size <= this.maxStagedChannels / 2
-        )
+          this.work.size <= this.maxStagedChannels / 2
+        ) {
           break;
-        this.write(oldId, old);
+        }
+        if (!old.queued && !old.running && old.bytes > 0) this.schedule(id);
       }
     }
     return this.backpressure();
   }
 
-  private finishChannel(info: ChannelInfo): void | Promise<void> {
+  /** @internal a consumer's end. */
+  end(info: ChannelInfo): void | Promise<void> {
     this.check();
-    const id = idOf(info);
+    const id = channelId(info);
     this.done.push(info);
-    const entry = this.staged.get(id);
-    if (entry !== undefined) this.write(id, entry);
-    this.queue(id, () =>
-      this.io(id, async () => {
-        // A channel with no bytes still gets its (empty) file.
-        if (!this.created.has(id)) await this.fileOf(id, info);
-        const file = this.open.get(id);
-        this.open.delete(id);
-        // Finished: nothing of the channel stays but its name in `done`.
-        this.created.delete(id);
-        if (file !== undefined) await file.close();
-      }),
-    );
+    const pending = this.work.get(id);
+    if (pending === undefined && this.created.has(id) && !this.open.has(id)) {
+      // Written and closed already: the file is complete, nothing to do but forget it.
+      this.created.delete(id);
+      return undefined;
+    }
+    // Bytes still staged, a descriptor to close, or a channel with no bytes (an empty file).
+    this.workOf(info).finish = true;
+    this.schedule(id);
     return this.backpressure();
   }
 
-  /** Hands the channel's staged bytes to a write and forgets them here. */
-  private write(id: number, entry: Staged): void {
-    this.staged.delete(id);
-    this.stagedBytes -= entry.bytes;
-    const chunks = entry.chunks;
-    this.queue(id, () =>
-      this.io(id, async () => {
-        const file = await this.fileOf(id, entry.info);
-        await file.write(...chunks);
-      }),
-    );
+  private workOf(info: ChannelInfo): Work {
+    const id = channelId(info);
+    let work = this.work.get(id);
+    if (work === undefined) {
+      work = { info, chunks: [], bytes: 0, finish: false, queued: false, running: false };
+      this.work.set(id, work);
+    }
+    return work;
   }
 
-  /** One file operation of channel `id`, within the limit of operations in flight. */
-  private io(id: number, op: () => Promise<void>): Promise<void> {
-    return this.limiter.run(async () => {
-      this.busy.add(id);
-      try {
-        await op();
-      } finally {
-        this.busy.delete(id);
+  private schedule(id: number): void {
+    const work = this.work.get(id);
+    if (work === undefined || work.queued || work.running || this.closed) return;
+    work.queued = true;
+    this.queue.push(id);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.running < this.maxInFlight && this.head < this.queue.length) {
+      const id = this.queue[this.head++]!;
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
       }
-    });
+      const work = this.work.get(id);
+      if (work === undefined) continue;
+      work.queued = false;
+      work.running = true;
+      const chunks = work.chunks;
+      const finish = work.finish;
+      this.stagedBytes -= work.bytes;
+      work.chunks = [];
+      work.bytes = 0;
+      this.running++;
+      void this.run(id, work.info, chunks, finish).then(
+        () => this.ended(id, work, finish),
+        (error: unknown) => {
+          this.failure ??= toError(error);
+          this.ended(id, work, finish);
+        },
+      );
+    }
   }
 
-  private flushAll(): void {
-    for (const [id, entry] of this.staged) this.write(id, entry);
+  /** One operation of one channel: write what was staged, and finish the file if it ended. */
+  private async run(
+    id: number,
+    info: ChannelInfo,
+    chunks: Buffer[],
+    finish: boolean,
+  ): Promise<void> {
+    if (this.failure !== undefined) return;
+    const path = join(this.dir, `${channelKey(info)}.bin`);
+    if (chunks.length > 0 || !this.created.has(id)) {
+      const fd = await this.fdOf(id, path);
+      if (chunks.length > 0) await fsSeam.writeFd(fd, path, chunks);
+    }
+    if (finish) {
+      const fd = this.open.get(id);
+      this.open.delete(id);
+      this.created.delete(id);
+      if (fd !== undefined) await fsSeam.closeFd(fd, path);
+    }
   }
 
-  /** Chains `op` after the channel's last operation; its failure is the sink's failure. */
-  private queue(id: number, op: () => Promise<void>): void {
-    const previous = this.tails.get(id) ?? Promise.resolve();
-    const next = previous.then(() =>
-      this.failure === undefined && !this.closed ? op() : undefined,
-    );
-    const tracked = next.then(
-      () => undefined,
-      (error: unknown) => {
-        this.failure ??= toError(error);
-      },
-    );
-    this.tails.set(id, tracked);
-    this.inFlight.add(tracked);
-    void tracked.then(() => {
-      this.inFlight.delete(tracked);
-      if (this.tails.get(id) === tracked) this.tails.delete(id);
-      const freed = this.slotFreed;
-      this.slotFreed = undefined;
-      freed?.resolve();
-    });
+  private ended(id: number, work: Work, finished: boolean): void {
+    this.running--;
+    work.running = false;
+    if (finished) this.work.delete(id);
+    else if (work.bytes > 0 || work.finish) this.schedule(id);
+    else this.work.delete(id);
+    const progress = this.progress;
+    this.progress = undefined;
+    progress?.resolve();
+    this.pump();
   }
 
-  /** The channel's open descriptor: created exclusively the first time, reopened to append. */
-  private async fileOf(id: number, info: ChannelInfo): Promise<SeamFile> {
+  /** The channel's descriptor: created exclusively the first time, reopened to append. */
+  private async fdOf(id: number, path: string): Promise<number> {
     const open = this.open.get(id);
     if (open !== undefined) {
       this.open.delete(id);
@@ -270,40 +259,65 @@ export class ChannelFileSink {
       return open;
     }
     if (this.open.size >= this.maxOpenFiles) {
-      // The least recently used descriptor that no running operation holds: there is always
-      // one, since fewer operations run at once than descriptors stay open.
-      for (const [oldId, oldest] of this.open) {
-        if (this.busy.has(oldId)) continue;
+      // The least recently used descriptor no running operation holds.
+      for (const [oldId, fd] of this.open) {
+        if (this.work.get(oldId)?.running === true) continue;
         this.open.delete(oldId);
-        await oldest.close();
+        await fsSeam.closeFd(fd, path);
         break;
       }
     }
-    const path = join(this.dir, `${channelKey(info)}.bin`);
-    const file = await fsSeam.open(path, this.created.has(id) ? APPEND : CREATE, 0o666);
+    const fd = await fsSeam.openFd(path, this.created.has(id) ? APPEND : CREATE, 0o666);
     this.created.add(id);
-    this.open.set(id, file);
-    return file;
+    this.open.set(id, fd);
+    return fd;
   }
 
-  /** The drain waits while too many file operations are in flight (bounded memory). */
+  /** The drain waits while the run queue is long (bounded memory). */
   private backpressure(): Promise<void> | undefined {
-    if (this.inFlight.size < MAX_QUEUED) return undefined;
-    // One shared waiter, not a Promise.race over everything in flight per call: that would
-    // attach a reaction to every pending operation each time, growing with the channel count.
-    if (this.slotFreed === undefined) {
+    if (this.queue.length - this.head < this.maxInFlight * 2) return undefined;
+    return this.nextProgress().then(() => this.check());
+  }
+
+  private nextProgress(): Promise<void> {
+    if (this.progress === undefined) {
       let resolve!: () => void;
       const promise = new Promise<void>((r) => (resolve = r));
-      this.slotFreed = { promise, resolve };
+      this.progress = { promise, resolve };
     }
-    return this.slotFreed.promise.then(() => this.check());
+    return this.progress.promise;
+  }
+
+  private async closeAll(): Promise<void> {
+    this.closed = true;
+    const errors = new ErrorCollector();
+    if (this.failure !== undefined) errors.add(this.failure);
+    for (const [id, fd] of this.open) {
+      await fsSeam.closeFd(fd, `${this.dir}/#${id}`).catch((e) => errors.add(e));
+    }
+    this.open.clear();
+    errors.throwIfAny();
   }
 
   private check(): void {
     if (this.failure !== undefined) throw this.failure;
   }
+}
 
-  private async settle(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+/** One channel's consumer: two fields, the rest on the prototype. */
+class ChannelFileConsumer implements ChannelConsumer {
+  readonly borrows = true;
+
+  constructor(
+    private readonly sink: ChannelFileSink,
+    private readonly info: ChannelInfo,
+  ) {}
+
+  onBuffer(buffer: Buffer): void | Promise<void> {
+    return this.sink.take(this.info, buffer);
+  }
+
+  onFinished(): void | Promise<void> {
+    return this.sink.end(this.info);
   }
 }

@@ -25,6 +25,8 @@ const STAGING_RE = /^\.spillway-staging-([0-9a-z]{1,8})-(\d{1,10})-(\d{1,20})-[0
 const CHANNEL_FILE_RE = /^gate-\d+-channel-\d+\.bin$/;
 /** Renames in flight at once while publishing: several, so the thread pool is never idle. */
 const PUBLISH_IN_FLIGHT = 8;
+const PUBLISHED = 1;
+const MOVED_ASIDE = 2;
 /** Where a replaced file waits inside the staging dir until the publish is complete. */
 const REPLACED = '.replaced-';
 
@@ -99,6 +101,7 @@ export class OutputDir {
         `.spillway-staging-${bootPrefix(self.bootId)}-${self.pid}-${self.startTicks}-${randomBytes(4).toString('hex')}`,
       );
       removeAtExit(stagingDir);
+      if (createdDir) removeAtExit(dir, { ifEmpty: true });
       await fsSeam.mkdir(stagingDir, { mode: 0o700 });
       return new OutputDir(dir, stagingDir, createdDir, options.overwrite === true, existing);
     } catch (error) {
@@ -117,33 +120,51 @@ export class OutputDir {
    */
   async publish(channels: readonly ChannelInfo[]): Promise<void> {
     this.end();
-    const undo: (() => Promise<void>)[] = [];
-    const publishOne = async (channel: ChannelInfo): Promise<void> => {
-      const name = `${channelKey(channel)}.bin`;
-      const staged = join(this.stagingDir, name);
-      const target = join(this.dir, name);
+    // What to take back on a failure, one byte per channel (not a closure per file: there may
+    // be hundreds of thousands): bit 1 published, bit 2 an existing entry moved aside.
+    const done = new Uint8Array(channels.length);
+    const names = (k: number) => {
+      const name = `${channelKey(channels[k]!)}.bin`;
+      return {
+        name,
+        staged: join(this.stagingDir, name),
+        target: join(this.dir, name),
+        aside: join(this.stagingDir, REPLACED + name),
+      };
+    };
+    const publishOne = async (k: number): Promise<void> => {
+      const { name, staged, target, aside } = names(k);
       if (this.overwrite) {
-        const aside = join(this.stagingDir, REPLACED + name);
         if (await exists(target)) {
           await fsSeam.rename(target, aside);
-          undo.push(() => fsSeam.rename(aside, target));
+          done[k]! |= MOVED_ASIDE;
         }
         await fsSeam.rename(staged, target);
-        undo.push(() => fsSeam.rename(target, staged));
+        done[k]! |= PUBLISHED;
       } else {
         await fsSeam.link(staged, target).catch((error: unknown) => {
           throw errnoOf(error) === 'EEXIST' ? new OutputExistsError(this.dir, name) : error;
         });
-        undo.push(() => fsSeam.unlink(target));
+        done[k]! |= PUBLISHED;
         // Unlinked here, not by the staging dir's removal: that would walk the dir again.
         await fsSeam.unlink(staged);
       }
     };
     try {
-      await forEachLimited(channels, PUBLISH_IN_FLIGHT, publishOne);
+      await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, publishOne);
     } catch (error) {
-      for (const step of undo.reverse())
-        await step().catch((e) => addSuppressed(error as Error, e));
+      for (let k = channels.length - 1; k >= 0; k--) {
+        if (done[k] === 0) continue;
+        const { staged, target, aside } = names(k);
+        const undo = async () => {
+          if ((done[k]! & PUBLISHED) !== 0) {
+            if (this.overwrite) await fsSeam.rename(target, staged);
+            else await fsSeam.unlink(target);
+          }
+          if ((done[k]! & MOVED_ASIDE) !== 0) await fsSeam.rename(aside, target);
+        };
+        await undo().catch((e) => addSuppressed(error as Error, e));
+      }
       await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
       throw error;
     }
@@ -168,6 +189,7 @@ export class OutputDir {
   private async removeStaging(): Promise<void> {
     await fsSeam.rm(this.stagingDir);
     releaseAtExit(this.stagingDir);
+    releaseAtExit(this.dir);
     if (this.createdDir) await removeIfEmpty(this.dir);
   }
 }
@@ -190,8 +212,12 @@ async function ensureDir(dir: string): Promise<boolean> {
       () => false,
     );
     if (dangling) throw new OutputDirError(dir, 'is a dangling symlink', { cause: error });
-    // 0o777 & umask, like mkdir(1): the output is the user's, not a private spill dir.
-    await fsSeam.mkdir(dir, { recursive: true, mode: 0o777 });
+    // 0o777 & umask, like mkdir(1): the output is the user's, not a private spill dir. Not
+    // recursive first: a recursive mkdir on a read-only file system reports ENOENT, not EROFS.
+    await fsSeam.mkdir(dir, { mode: 0o777 }).catch(async (e: unknown) => {
+      if (errnoOf(e) !== 'ENOENT') throw e;
+      await fsSeam.mkdir(dir, { recursive: true, mode: 0o777 });
+    });
     return true;
   }
   if (!st.isDirectory()) throw new OutputDirError(dir, 'is not a directory');
@@ -240,27 +266,27 @@ async function removeIfEmpty(dir: string): Promise<void> {
 }
 
 /**
- * Runs `fn` over `items`, at most `limit` at once. On the first failure it starts nothing more,
+ * Runs `fn` over the indices `0 … count-1`, at most `limit` at once. On the first failure it starts nothing more,
  * waits for what is running, and rejects with that failure (later ones suppressed).
  */
-async function forEachLimited<T>(
-  items: readonly T[],
+async function forEachLimited(
+  count: number,
   limit: number,
-  fn: (item: T) => Promise<void>,
+  fn: (index: number) => Promise<void>,
 ): Promise<void> {
   let next = 0;
   let failure: Error | undefined;
   const worker = async (): Promise<void> => {
-    while (failure === undefined && next < items.length) {
-      const item = items[next++]!;
+    while (failure === undefined && next < count) {
+      const index = next++;
       try {
-        await fn(item);
+        await fn(index);
       } catch (error) {
         if (failure === undefined) failure = error as Error;
         else addSuppressed(failure, error);
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
   if (failure !== undefined) throw failure;
 }

@@ -36,9 +36,11 @@ export class Drainer {
   private readonly reader: SpillReader;
   /**
    * The consumer of each channel still in recovery, by {@link channelId}: a number per
-   * channel, not a string, and a channel's entry goes as soon as it is finished (G8).
+   * channel, not a string, and a channel's entry goes as soon as it is finished (G8). The
+   * map the constructor was given, adopted rather than copied: at hundreds of thousands of
+   * channels a second map is tens of megabytes.
    */
-  private readonly consumers = new Map<number, ChannelConsumer>();
+  private readonly consumers: Map<number, ChannelConsumer>;
   /** Channels finished so far: those of `state.channels` from here on are still in recovery. */
   private finished = 0;
   private readonly bufferBytes: number;
@@ -52,13 +54,14 @@ export class Drainer {
 
   /**
    * @param consumers one consumer per channel of `state.channels`, keyed by
-   *   {@link channelId} (a missing one is an error now, not mid-drain)
+   *   {@link channelId} (a missing one is an error now, not mid-drain). The drainer takes the
+   *   map over: it deletes each channel's entry once the channel is finished.
    * @param options.abandonAfterMs after {@link stop}, how long a consumer call that has not
    *   returned is waited for before it is abandoned; default 3000
    */
   constructor(
     readonly state: FetchedChannelState,
-    consumers: ReadonlyMap<number, ChannelConsumer>,
+    consumers: Map<number, ChannelConsumer>,
     options: { bufferBytes?: number; readChunkBytes?: number; abandonAfterMs?: number } = {},
   ) {
     this.bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES;
@@ -70,9 +73,9 @@ export class Drainer {
       if (consumer === undefined) {
         throw new MisuseError(`no consumer for input channel ${channelKey(info)}`);
       }
-      this.consumers.set(channelId(info), consumer);
       if (consumer.borrows !== true) allBorrow = false;
     }
+    this.consumers = consumers;
     // Reuse is safe only if nobody keeps a slice: drain() awaits a returned promise before it
     // reads again, so a borrowing consumer is done with the last fill by then. Snapshot readers
     // (the checkpoint remainder) never reuse: the remainder writer keeps slices across awaits.
@@ -162,6 +165,9 @@ export class Drainer {
         if (settled) return;
         settled = true;
         if (this.abandonPending === abandon) this.abandonPending = undefined;
+        // The call returned (or was abandoned): its clock must not hold the process any longer.
+        clearTimeout(this.abandonTimer);
+        this.abandonTimer = undefined;
         done();
       };
       const abandon = (error: Error) => settle(() => reject(error));
@@ -185,8 +191,8 @@ export class Drainer {
         ),
       );
     }, this.abandonAfterMs);
-    // A consumer that never returns must not keep the process alive either.
-    this.abandonTimer.unref();
+    // Not unref'd: `done` is pending until this fires, and a process whose only work left is
+    // that wait must stay alive for it. Once it fired, nothing of the consumer holds the loop.
   }
 
   /**

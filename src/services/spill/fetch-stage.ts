@@ -28,6 +28,9 @@ export interface FetchStageInput {
   onFailure?: (error: unknown) => void;
 }
 
+/** What the fetch stage reports once its state is handed on. */
+export type FetchReport = Omit<FetchStageResult, 'state'>;
+
 export interface FetchStageResult {
   state: FetchedChannelState;
   spillFiles: number;
