@@ -38,6 +38,7 @@ import { makeTempRoot } from '../helpers/temp.ts';
 import {
   expectByteExact,
   lines,
+  listTree,
   ownerDirs,
   runCli,
   spawnCli,
@@ -165,8 +166,8 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
       '2M',
     ]);
     await waitFor(
-      'the first output file',
-      async () => (await readdir(out).catch(() => [] as string[]))[0],
+      'the first channel file in the staging dir',
+      async () => (await listTree(out)).find((p) => /^\.spillway-staging-[^/]+\/gate-/.test(p)),
       { child },
     );
     await sigkill(child);
