@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
-import { taskMachine } from './machines/task.machine.ts';
+import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import type { TaskHooks, TaskServices } from './machines/task-services.ts';
 import { CloseableRegistry } from './services/registry.ts';
@@ -21,6 +21,18 @@ import type {
 } from './recovery-types.ts';
 import type { ChannelConsumer, ChannelInfo } from './services/channel.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
+import {
+  isStreamConsumer,
+  toChannelConsumer,
+  type StreamConsumer,
+} from './services/channel-streams.ts';
+import {
+  ProgressCounters,
+  type ProgressStage,
+  type RecoveryProgress,
+} from './services/progress.ts';
+import { validateRecoverOptions } from './recovery-options.ts';
+import { describeOwnership, watchProgress } from './recovery-view.ts';
 
 // For the modules inside the package that start recoveries (the CLI, the pool, the tests):
 // they see the internal options and the full actor type under the public names.
@@ -66,8 +78,18 @@ export interface StartedRecovery extends PublicRecovery {
  * types), with the internal options, returning the actor with its full XState type.
  */
 export function recoverChannelState(options: StartOptions): StartedRecovery {
+  validateRecoverOptions(options);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
+  const progress = new ProgressCounters(taskId);
+  // Streams given as channels are adapted here, and released (destroyed, aborted) if the task
+  // ends before their channel did: a sink is always ended or destroyed, never left open.
+  const streams = new Set<StreamConsumer>();
+  const channels = (info: ChannelInfo): ChannelConsumer => {
+    const consumer = toChannelConsumer(options.channels(info));
+    if (isStreamConsumer(consumer)) streams.add(consumer);
+    return consumer;
+  };
   const registry = new CloseableRegistry();
   const mailbox = new Mailbox();
   const executor = new SerialExecutor(`channel-io-${taskId}`);
@@ -99,7 +121,8 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
     limits: options.limits ?? {},
     abandonAfterMs: options.abandonAfterMs,
-    channels: options.channels,
+    channels,
+    progress,
     registry,
     mailbox,
     executor,
@@ -122,6 +145,8 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     await closeResources();
     const snapshot = actor.getSnapshot();
     const ctx = snapshot.context;
+    for (const stream of streams) stream.release(ctx.cause);
+    streams.clear();
     let primary: Error | undefined;
     if (snapshot.status === 'error') primary = toError(snapshot.error);
     else if (snapshot.status === 'stopped') {
@@ -156,6 +181,25 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     .finally(() => options.signal?.removeEventListener('abort', onAbort))
     .catch(() => undefined);
 
+  const stageNow = (): ProgressStage => {
+    const snapshot = actor.getSnapshot();
+    const stage = stageOf(snapshot);
+    if (stage !== undefined) return stage;
+    if (snapshot.status === 'active') return 'starting';
+    // A bare stop() leaves the value where it was: the task was ended from outside.
+    const value = snapshot.value;
+    return value === 'finished' || value === 'failed' ? value : 'cancelled';
+  };
+  const readProgress = (): RecoveryProgress => {
+    progress.checkpoints = actor.getSnapshot().context.checkpoints;
+    return progress.read(stageNow());
+  };
+  if (options.onProgress !== undefined) {
+    watchProgress(actor, readProgress, options.onProgress.bind(options), done, {
+      intervalMs: options.progressIntervalMs ?? 250,
+    });
+  }
+
   actor.start();
 
   return {
@@ -163,6 +207,8 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     taskId,
     done,
     cancel,
+    progress: readProgress,
+    ownership: () => describeOwnership(actor.getSnapshot().context, progress),
     checkpoint(id, checkpointOptions) {
       return new Promise<CheckpointResult>((resolve, reject) => {
         if (actor.getSnapshot().status !== 'active') {

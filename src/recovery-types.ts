@@ -6,7 +6,9 @@
  * full XState types are at `spillway/machines`.
  */
 import type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts';
-import type { ChannelConsumer, ChannelInfo } from './services/channel.ts';
+import type { ChannelInfo } from './services/channel.ts';
+import type { ChannelTarget } from './services/channel-streams.ts';
+import type { RecoveryProgress } from './services/progress.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
 
 /**
@@ -25,8 +27,13 @@ export interface RecoverOptions {
   checkpoint: string;
   /** Where spill files go; default `SPILLWAY_SPILL_ROOT`, then the OS temp dir. */
   spillRoot?: string | undefined;
-  /** Returns the consumer of one input channel's recovered bytes. */
-  channels: (info: ChannelInfo) => ChannelConsumer;
+  /**
+   * Returns where one input channel's recovered bytes go: a {@link ChannelConsumer}, a Node
+   * `Writable` (an `fs.WriteStream`, a socket…) or a web `WritableStream`. A stream's
+   * backpressure is honoured, its errors (a write, the end, the close) fail the recovery, and
+   * it is ended when its channel is done, or destroyed / aborted on any other ending.
+   */
+  channels: (info: ChannelInfo) => ChannelTarget;
   /** Aborting it cancels the task (like `cancel()`). */
   signal?: AbortSignal | undefined;
   /**
@@ -45,6 +52,14 @@ export interface RecoverOptions {
    * bounded time whatever a consumer does); default 3000 ms.
    */
   abandonAfterMs?: number | undefined;
+  /**
+   * Progress, coalesced: called at most every `progressIntervalMs` while something changed, at
+   * every stage change, and once at the end. Cheap enough to leave on: the stages only bump
+   * counters.
+   */
+  onProgress?(progress: RecoveryProgress): void;
+  /** How often `onProgress` may be called; default 250 ms. */
+  progressIntervalMs?: number | undefined;
 }
 
 /**
@@ -194,9 +209,46 @@ export interface Recovery extends AsyncDisposable {
    * an `AbortedError` once the task has ended.
    */
   checkpoint(id: number, options?: { out?: string }): Promise<CheckpointResult>;
+  /** The progress right now (the same reading `onProgress` gets). */
+  progress(): RecoveryProgress;
+  /**
+   * Who owns which spill resource right now, with its path, files and bytes where known (G2):
+   * the live view of `getSnapshot().context.ownership`.
+   */
+  ownership(): OwnershipReport;
   /**
    * Cancels the task; `done` then rejects, after cleanup, with a `CancelledError`
    * (`name: 'AbortError'`, `code: 'ABORT_ERR'`) whose `cause` is `reason`.
    */
   cancel(reason?: unknown): void;
 }
+
+/**
+ * One owned spill resource, as {@link Recovery.ownership} describes it.
+ *
+ * @example
+ * ```ts
+ * const entry: OwnedResource = { owner: 'drain', path: '/tmp/task-1', files: 3, bytes: 1024 };
+ * ```
+ */
+export interface OwnedResource {
+  readonly owner: OwnerId;
+  /** The task dir it lives in, once known. */
+  readonly path: string | undefined;
+  /** Spill files it holds (the task dir, the fetched state, the drainer). */
+  readonly files: number | undefined;
+  /** Bytes it holds on disk (the task dir, the fetched state), or still to deliver (the drainer). */
+  readonly bytes: number | undefined;
+}
+
+/**
+ * Every resource owned right now: absent ones are closed.
+ *
+ * @example
+ * ```ts
+ * for (const [resource, owned] of Object.entries(recovery.ownership())) {
+ *   console.log(resource, owned?.owner, owned?.files);
+ * }
+ * ```
+ */
+export type OwnershipReport = Readonly<Partial<Record<ResourceId, OwnedResource>>>;

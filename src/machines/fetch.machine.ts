@@ -44,6 +44,7 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
           checkpoint: services.checkpoint,
           taskDir,
           limits: services.limits,
+          progress: services.progress,
           signal: honourAbort ? signal : new AbortController().signal,
           onFailure: (error) => {
             // The cause reaches the task before the stage's cleanup awaits anything.
@@ -52,6 +53,7 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
           onTaskDirAcquired: (writer) => {
             // Aborted: the writer's own flag is set too, so it will not create the dir.
             if (!handOffAtAcquisition || signal.aborted) return;
+            services.progress.taskDir = taskDir;
             parent.send({
               type: 'SPILL.OWNED',
               resource: 'taskDir',

@@ -55,6 +55,7 @@ export const buildDrainer = fromPromise<
   mail(input.services, 'buildDrainer', signal, () => {
     const drainer = new Drainer(input.state, input.consumers, {
       ...input.services.limits,
+      progress: input.services.progress,
       ...(input.services.abandonAfterMs !== undefined
         ? { abandonAfterMs: input.services.abandonAfterMs }
         : {}),

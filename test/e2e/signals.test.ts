@@ -87,12 +87,14 @@ describe('signals cancel spillway recover and clean up', () => {
     await expectCancelledCleanly(run, 130, 'SIGINT');
   });
 
-  it('SIGTERM before fetch finishes exits 143; a storm of SIGINTs during cleanup ends it early (the third says so) and still leaves nothing', async () => {
+  it('SIGTERM before fetch finishes exits 143; a storm of SIGINTs from then until exit still leaves nothing', async () => {
     const run = await recoverUntil('fetch');
     run.child.proc.kill('SIGTERM');
     // Not sent together: Linux delivers pending signals lowest number first, so SIGINT would win.
     // Once the spill files vanish SIGTERM has been handled and cleanup is running; from then on
-    // SIGINTs rain until the process is gone, through cleanup, the command's end and exit.
+    // SIGINTs rain until the process is gone, through cleanup, the command's end and exit. How
+    // many land inside cleanup is a race (signal-scope.test.ts proves the counting with a
+    // cleanup the test holds open); whatever the count, nothing may be left.
     await waitFor('cleanup to start', async () =>
       (await spillFiles(run.root)).length === 0 ? true : undefined,
     );
@@ -108,8 +110,9 @@ describe('signals cancel spillway recover and clean up', () => {
     // SIGINT landing there still kills it; by then the owner dir is gone, which is the point.
     if (signal === null) expect(code).toBe(143);
     else expect(signal).toBe('SIGINT');
-    expect(run.child.stderr).toMatch(/SIGINT again; still cleaning up/);
-    expect(run.child.stderr).toMatch(/SIGINT a third time; exiting before cleanup finished/);
+    if (/a third time/.test(run.child.stderr)) {
+      expect(run.child.stderr).toMatch(/SIGINT again; still cleaning up/);
+    }
     expect(run.child.stderr).not.toContain('    at ');
     expect(await spillLeftovers(run.root)).toEqual([]);
     expect(await listTree(run.out)).toEqual([]);

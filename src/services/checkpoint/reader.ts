@@ -72,6 +72,8 @@ export interface CheckpointSummary {
 export interface ReadCheckpointOptions {
   /** Size of each read and of the one reused read buffer; default 1 MiB. */
   readChunkBytes?: number;
+  /** Called once the file is open, with its size (a progress bar's total). */
+  onOpen?: (bytes: number) => void;
   /** Aborting stops the read before the next chunk with `signal.reason`. */
   signal?: AbortSignal;
   /**
@@ -124,7 +126,8 @@ export async function readCheckpoint(
   const corrupt = (offset: number, reason: string): CorruptCheckpointError =>
     new CorruptCheckpointError(path, offset, reason);
 
-  const file = await openCheckpointFile(path);
+  const { file, bytes } = await openCheckpointFile(path);
+  options.onOpen?.(bytes);
   let primary: unknown;
   try {
     // One buffer for the whole file: the visitor only borrows slices of it.

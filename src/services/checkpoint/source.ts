@@ -35,20 +35,26 @@ function kindOf(st: {
   return 'not a regular file';
 }
 
+/** An open checkpoint file and its size. */
+export interface OpenedCheckpoint {
+  readonly file: SeamFile;
+  readonly bytes: number;
+}
+
 /**
  * Opens `path` for reading without blocking — `O_NONBLOCK`, so a FIFO with no writer opens at
  * once instead of holding a thread forever — then checks through the descriptor that it is a
- * regular file. The caller owns the returned file and must close it.
+ * regular file. The caller owns the returned file and must close it; `bytes` is its size.
  *
  * @throws {@link CheckpointPathError} for a missing path, a dangling link, a symlink loop, a
  *   directory, a FIFO, a device or a socket; other errors (EIO, EMFILE) propagate as they are.
  * @example
  * ```ts
- * const file = await openCheckpointFile('job.spwc');
- * try { console.log(await file.size()); } finally { await file.close(); }
+ * const { file, bytes } = await openCheckpointFile('job.spwc');
+ * try { console.log(bytes); } finally { await file.close(); }
  * ```
  */
-export async function openCheckpointFile(path: string): Promise<SeamFile> {
+export async function openCheckpointFile(path: string): Promise<OpenedCheckpoint> {
   let file: SeamFile;
   try {
     file = await fsSeam.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -76,7 +82,7 @@ export async function openCheckpointFile(path: string): Promise<SeamFile> {
     if (!st.isFile()) {
       throw new CheckpointPathError(path, `is ${kindOf(st)}, not a checkpoint file`);
     }
-    return file;
+    return { file, bytes: st.size };
   } catch (error) {
     await file.close().catch(() => undefined);
     throw error;
@@ -93,5 +99,5 @@ export async function openCheckpointFile(path: string): Promise<SeamFile> {
  * ```
  */
 export async function checkCheckpointFile(path: string): Promise<void> {
-  await (await openCheckpointFile(path)).close();
+  await (await openCheckpointFile(path)).file.close();
 }

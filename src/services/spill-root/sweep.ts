@@ -23,7 +23,7 @@ import { checkRoot, checkSpillwayDir, code, foreignReason, message } from './val
 const YOUNG_DIR_MS = 10 * 60 * 1000;
 /** No honest owner.json is this large; refusing bigger ones bounds what a sweep reads. */
 const MAX_MARKER_BYTES = 64 * 1024;
-const SWEPT_RE = /^swept-([0-9a-z]{1,8}-\d{1,10}-\d{1,20})-[0-9a-f]{8}$/;
+export const SWEPT_RE = /^swept-([0-9a-z]{1,8}-\d{1,10}-\d{1,20})-[0-9a-f]{8}$/;
 
 /** What one sweep did. Paths are absolute; `errors` never stop a sweep. */
 export interface SweepReport {
@@ -113,30 +113,55 @@ async function claimAndRemove(dir: string, path: string, stem: string): Promise<
   return true;
 }
 
-async function sweepOwner(
+/** What the sweep decides about one owner dir, and what it knows of it. */
+export interface OwnerDecision {
+  /** `sweep`: provably dead; `keep`: alive, ours, foreign or undecidable; `gone`: vanished. */
+  readonly action: 'sweep' | 'keep' | 'gone';
+  readonly reason: string;
+  /** The marker, when it was readable and names this dir. */
+  readonly marker: OwnerMarker | undefined;
+  /** The dir's mtime, when it could be read. */
+  readonly mtimeMs: number | undefined;
+}
+
+/**
+ * Judges the owner dir `name` in `dir` exactly as the sweep would, touching nothing: shared by
+ * the sweep and by its dry run (`listSpillRoot`), so the listing says what a sweep would do.
+ */
+export async function decideOwner(
   dir: string,
   name: string,
   match: RegExpExecArray,
-  report: SweepReport,
-  log: Log,
-): Promise<void> {
+): Promise<OwnerDecision> {
   const path = join(dir, name);
-  const keep = (why: string): void => {
-    report.kept.push(path);
-    log(`spillway sweep: kept ${path}: ${why}`);
-  };
-  if (name === ownerDirName(ownIdentity()) || isHeldHere(path)) return keep('this process');
+  const keep = (reason: string, marker?: OwnerMarker, mtimeMs?: number): OwnerDecision => ({
+    action: 'keep',
+    reason,
+    marker,
+    mtimeMs,
+  });
   let st: Stats;
   try {
     st = await fsSeam.lstat(path);
   } catch (e) {
-    if (code(e) === 'ENOENT') return; // another sweeper got it
+    if (code(e) === 'ENOENT') {
+      return {
+        action: 'gone',
+        reason: 'another sweeper got it',
+        marker: undefined,
+        mtimeMs: undefined,
+      };
+    }
     throw e;
   }
+  const marker = await readMarker(path).catch(() => 'owner.json cannot be read');
+  const good = typeof marker !== 'string' && ownerDirName(marker) === name ? marker : undefined;
+  if (name === ownerDirName(ownIdentity()) || isHeldHere(path)) {
+    return keep('this process', good, st.mtimeMs);
+  }
   const foreign = foreignReason(st);
-  if (foreign !== undefined) return keep(`${foreign}; left alone`);
+  if (foreign !== undefined) return keep(`${foreign}; left alone`, undefined, st.mtimeMs);
 
-  const marker = await readMarker(path);
   let problem = typeof marker === 'string' ? marker : undefined;
   if (typeof marker !== 'string' && ownerDirName(marker) !== name) {
     problem = `owner.json names ${ownerDirName(marker)}, not this dir`;
@@ -147,18 +172,44 @@ async function sweepOwner(
   } else {
     const age = Date.now() - st.mtimeMs;
     if (age < YOUNG_DIR_MS) {
-      return keep(`${problem}; dir is ${Math.round(age / 1000)} s old, may still be being created`);
+      return keep(
+        `${problem}; dir is ${Math.round(age / 1000)} s old, may still be being created`,
+        undefined,
+        st.mtimeMs,
+      );
     }
     const byName = judge(
-      { bootId: match[1], pid: Number(match[2]), startTicks: Number(match[3]) },
+      { bootId: match[1]!, pid: Number(match[2]), startTicks: Number(match[3]) },
       true,
     );
     verdict = { alive: byName.alive, reason: `${problem}; judged by its name: ${byName.reason}` };
   }
-  if (verdict.alive) return keep(verdict.reason);
+  return {
+    action: verdict.alive ? 'keep' : 'sweep',
+    reason: verdict.reason,
+    marker: good,
+    mtimeMs: st.mtimeMs,
+  };
+}
+
+async function sweepOwner(
+  dir: string,
+  name: string,
+  match: RegExpExecArray,
+  report: SweepReport,
+  log: Log,
+): Promise<void> {
+  const path = join(dir, name);
+  const decision = await decideOwner(dir, name, match);
+  if (decision.action === 'gone') return;
+  if (decision.action === 'keep') {
+    report.kept.push(path);
+    log(`spillway sweep: kept ${path}: ${decision.reason}`);
+    return;
+  }
   if (await claimAndRemove(dir, path, name.slice('owner-'.length))) {
     report.swept.push(path);
-    log(`spillway sweep: swept ${path}: ${verdict.reason}`);
+    log(`spillway sweep: swept ${path}: ${decision.reason}`);
   } else {
     log(`spillway sweep: ${path} was claimed by another sweeper`);
   }

@@ -8,6 +8,7 @@ import { channelId, channelKey, type ChannelConsumer } from '../channel.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
 import { DEFAULT_ABANDON_AFTER_MS, DEFAULT_BUFFER_BYTES } from './limits.ts';
 import { SpillReader } from './spill-reader.ts';
+import type { ProgressCounters } from '../progress.ts';
 
 export type DrainerPhase = 'ready' | 'draining' | 'drained' | 'fully-consumed';
 
@@ -45,6 +46,8 @@ export class Drainer {
   private finished = 0;
   private readonly bufferBytes: number;
   private readonly abandonAfterMs: number;
+  private readonly progress:
+    Pick<ProgressCounters, 'bytesDelivered' | 'channelsFinished'> | undefined;
   private phaseNow: DrainerPhase = 'ready';
   private closing: Promise<void> | undefined;
   private readonly abort = new AbortController();
@@ -62,11 +65,18 @@ export class Drainer {
   constructor(
     readonly state: FetchedChannelState,
     consumers: Map<number, ChannelConsumer>,
-    options: { bufferBytes?: number; readChunkBytes?: number; abandonAfterMs?: number } = {},
+    options: {
+      bufferBytes?: number;
+      readChunkBytes?: number;
+      abandonAfterMs?: number;
+      /** Bumped per delivery and per finished channel (no event: whoever watches reads it). */
+      progress?: Pick<ProgressCounters, 'bytesDelivered' | 'channelsFinished'>;
+    } = {},
   ) {
     this.bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES;
     if (this.bufferBytes < 1) throw new RangeError('bufferBytes must be ≥ 1');
     this.abandonAfterMs = options.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS;
+    this.progress = options.progress;
     let allBorrow = true;
     for (const info of state.channels) {
       const consumer = consumers.get(channelId(info));
@@ -125,6 +135,7 @@ export class Drainer {
         const pending = consumer.onBuffer(chunk);
         report.bytes += chunk.length;
         report.buffers++;
+        if (this.progress !== undefined) this.progress.bytesDelivered += chunk.length;
         // Await only real backpressure: a sync consumer costs no microtask per buffer.
         if (isPromiseLike(pending)) await this.waitFor(pending, segment, 'onBuffer');
       }
@@ -143,6 +154,7 @@ export class Drainer {
       if (isPromiseLike(pending)) await this.waitFor(pending, info, 'onFinished');
       this.consumers.delete(channelId(info));
       report.channels++;
+      if (this.progress !== undefined) this.progress.channelsFinished++;
     }
     this.phaseNow = 'fully-consumed';
     return report;

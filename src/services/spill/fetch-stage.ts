@@ -7,6 +7,7 @@ import { readCheckpoint } from '../checkpoint/reader.ts';
 import { AbortedError, addSuppressed, isAbortConsequence } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
+import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
 
 export interface FetchStageInput {
@@ -26,6 +27,8 @@ export interface FetchStageInput {
    * (G5).
    */
   onFailure?: (error: unknown) => void;
+  /** Counters the stage bumps as it reads and spills (coalesced by whoever watches). */
+  progress?: ProgressCounters;
 }
 
 /** What the fetch stage reports once its state is handed on. */
@@ -52,7 +55,7 @@ export interface FetchStageResult {
  * ```
  */
 export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageResult> {
-  const { signal } = input;
+  const { signal, progress } = input;
   if (signal.aborted) throw new AbortedError('fetch aborted before it started');
   let reported = false;
   const report = (error: unknown): void => {
@@ -81,13 +84,31 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
           writer.noteChannel(current);
         },
         onPayload(chunk, crc) {
+          if (progress !== undefined) {
+            progress.bytesRead += chunk.length;
+            progress.bytesSpilled = writer.spilledBytes;
+            progress.spillFiles = writer.fileCount;
+          }
           // The reader's CRC of the chunk becomes the segments' CRCs: one hash pass, not two.
           return writer.append(current, chunk, crc);
         },
       },
-      { readChunkBytes: input.limits?.readChunkBytes, signal, onFailure: report },
+      {
+        readChunkBytes: input.limits?.readChunkBytes,
+        signal,
+        onFailure: report,
+        ...(progress !== undefined
+          ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
+          : {}),
+      },
     );
     const state = await writer.close();
+    if (progress !== undefined) {
+      progress.bytesSpilled = writer.spilledBytes;
+      progress.spillFiles = state.files.length;
+      progress.payloadBytes = summary.payloadBytes;
+      progress.channels = state.channels.length;
+    }
     return {
       state,
       spillFiles: state.files.length,

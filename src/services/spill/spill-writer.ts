@@ -118,6 +118,11 @@ export class SpillWriter {
     this.buffer = Buffer.allocUnsafe(2 * this.maxSegmentBytes);
   }
 
+  /** How many spill files were created so far. */
+  get fileCount(): number {
+    return this.files.length;
+  }
+
   /** The spill files created so far, in order (a copy). */
   get spillFiles(): readonly string[] {
     return [...this.files];

@@ -1,0 +1,102 @@
+/**
+ * The options of a recovery, checked when `recoverChannelState` is called: a wrong one is a
+ * `TypeError` naming it, at once, rather than a failure deep inside a stage later on. The
+ * errors carry Node's own codes (`ERR_INVALID_ARG_TYPE`, `ERR_INVALID_ARG_VALUE`), as Node's
+ * APIs do for the same mistakes.
+ */
+
+/** A `TypeError` with Node's code for a bad argument, naming `options.<name>`. */
+function invalid(name: string, expected: string, got: unknown, value = false): TypeError {
+  const error = new TypeError(
+    `options.${name} must be ${expected}; got ${describe(got)}`,
+  ) as TypeError & { code: string };
+  error.code = value ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE';
+  return error;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : typeof value;
+}
+
+function optional(o: Record<string, unknown>, name: string, type: string, expected: string): void {
+  const v = o[name];
+  if (v !== undefined && typeof v !== type) throw invalid(name, expected, v);
+}
+
+function positiveInteger(path: string, value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw invalid(path, 'a positive integer', value);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw invalid(path, 'a positive integer', value, true);
+  }
+}
+
+/**
+ * Throws a `TypeError` naming the first option that is wrong; returns if they are all fine.
+ *
+ * @example
+ * ```ts
+ * validateRecoverOptions({ checkpoint: 'job.spwc' });
+ * // TypeError: options.channels must be a function returning each channel's consumer; got undefined
+ * ```
+ */
+export function validateRecoverOptions(options: unknown): void {
+  if (options === null || typeof options !== 'object') {
+    const error = new TypeError(
+      `recoverChannelState(options): options must be an object; got ${describe(options)}`,
+    ) as TypeError & { code: string };
+    error.code = 'ERR_INVALID_ARG_TYPE';
+    throw error;
+  }
+  const o = options as Record<string, unknown>;
+  if (typeof o.checkpoint !== 'string') {
+    throw invalid('checkpoint', 'the path of a checkpoint file (a string)', o.checkpoint);
+  }
+  if (o.checkpoint === '') throw invalid('checkpoint', 'a non-empty path', o.checkpoint, true);
+  if (typeof o.channels !== 'function') {
+    throw invalid('channels', "a function returning each channel's consumer", o.channels);
+  }
+  optional(o, 'spillRoot', 'string', 'a directory path (a string)');
+  optional(o, 'taskId', 'string', 'a string');
+  optional(o, 'autoFinish', 'boolean', 'a boolean');
+  optional(o, 'inspect', 'function', 'a function');
+  optional(o, 'onProgress', 'function', 'a function');
+  const signal = o.signal as AbortSignal | undefined;
+  if (
+    signal !== undefined &&
+    (signal === null ||
+      typeof signal !== 'object' ||
+      typeof signal.aborted !== 'boolean' ||
+      typeof signal.addEventListener !== 'function')
+  ) {
+    throw invalid('signal', 'an AbortSignal', signal);
+  }
+  for (const name of ['abandonAfterMs', 'progressIntervalMs'] as const) {
+    const v = o[name];
+    if (v === undefined) continue;
+    if (typeof v !== 'number') throw invalid(name, 'a number of milliseconds', v);
+    if (!Number.isFinite(v) || v < 0) throw invalid(name, 'a number of milliseconds ≥ 0', v, true);
+  }
+  const limits = o.limits;
+  if (limits !== undefined) {
+    if (limits === null || typeof limits !== 'object') throw invalid('limits', 'an object', limits);
+    const l = limits as Record<string, unknown>;
+    for (const name of ['maxSpillFileBytes', 'maxSegmentBytes', 'bufferBytes', 'readChunkBytes']) {
+      positiveInteger(`limits.${name}`, l[name]);
+    }
+    if (typeof l.maxSegmentBytes === 'number' && l.maxSegmentBytes <= 16) {
+      throw invalid(
+        'limits.maxSegmentBytes',
+        'more than 16 (a segment header)',
+        l.maxSegmentBytes,
+        true,
+      );
+    }
+  }
+}
