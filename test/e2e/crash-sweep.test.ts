@@ -44,6 +44,7 @@ import {
   spawnCli,
   spillFiles,
   spillLeftovers,
+  plantOwner,
   spillwayBin,
 } from './harness.ts';
 
@@ -94,33 +95,6 @@ async function expectDeadOwnerFiles(root: string): Promise<string> {
   expect((await readdir(owner)).filter((n) => n.startsWith('task-'))).toHaveLength(1);
   expect((await spillFiles(root)).length).toBeGreaterThan(0);
   return owner;
-}
-
-/** Plants an owner dir as another Spillway process would have left it, with a spill file. */
-async function plantOwner(
-  root: string,
-  p: { pid: number; startTicks: number; marker?: string; old?: boolean },
-): Promise<string> {
-  const spillway = join(root, 'spillway');
-  await mkdir(spillway, { mode: 0o700, recursive: true });
-  const dir = join(spillway, `owner-${boot8}-${p.pid}-${p.startTicks}`);
-  await mkdir(join(dir, 'task-planted-abcdef'), { recursive: true, mode: 0o700 });
-  await writeFile(join(dir, 'task-planted-abcdef', 'spill-segment-0.bin'), Buffer.alloc(4096, 1));
-  const marker =
-    p.marker ??
-    JSON.stringify({
-      pid: p.pid,
-      bootId,
-      startTicks: p.startTicks,
-      version: '0.1.0',
-      createdAt: new Date().toISOString(),
-    });
-  await writeFile(join(dir, 'owner.json'), marker);
-  if (p.old) {
-    const past = new Date(Date.now() - 3600_000);
-    await utimes(dir, past, past);
-  }
-  return dir;
 }
 
 const mode = async (path: string): Promise<number> => (await lstat(path)).mode & 0o777;

@@ -4,10 +4,17 @@
  * for byte, and list what a run left behind.
  */
 import { readFileSync } from 'node:fs';
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { expect } from 'vitest';
-import { repoRoot, spawnTracked, waitFor, type Child } from '../helpers/processes.ts';
+import {
+  bootId,
+  boot8,
+  repoRoot,
+  spawnTracked,
+  waitFor,
+  type Child,
+} from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 // The suites of test/inspector/ import these from here too.
@@ -108,4 +115,31 @@ export function peakRss(pid: number): number | undefined {
 /** The stderr lines that are not empty. */
 export function lines(text: string): string[] {
   return text.split('\n').filter((l) => l.trim() !== '');
+}
+
+/** Plants an owner dir as another Spillway process would have left it, with a spill file. */
+export async function plantOwner(
+  root: string,
+  p: { pid: number; startTicks: number; marker?: string; old?: boolean },
+): Promise<string> {
+  const spillway = join(root, 'spillway');
+  await mkdir(spillway, { mode: 0o700, recursive: true });
+  const dir = join(spillway, `owner-${boot8}-${p.pid}-${p.startTicks}`);
+  await mkdir(join(dir, 'task-planted-abcdef'), { recursive: true, mode: 0o700 });
+  await writeFile(join(dir, 'task-planted-abcdef', 'spill-segment-0.bin'), Buffer.alloc(4096, 1));
+  const marker =
+    p.marker ??
+    JSON.stringify({
+      pid: p.pid,
+      bootId,
+      startTicks: p.startTicks,
+      version: '0.1.0',
+      createdAt: new Date().toISOString(),
+    });
+  await writeFile(join(dir, 'owner.json'), marker);
+  if (p.old) {
+    const past = new Date(Date.now() - 3600_000);
+    await utimes(dir, past, past);
+  }
+  return dir;
 }

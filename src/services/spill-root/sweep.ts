@@ -122,6 +122,8 @@ export interface OwnerDecision {
   readonly marker: OwnerMarker | undefined;
   /** The dir's mtime, when it could be read. */
   readonly mtimeMs: number | undefined;
+  /** Not Spillway's to enter (a symlink, another user's dir): kept and never looked into. */
+  readonly foreign: boolean;
 }
 
 /**
@@ -139,6 +141,7 @@ export async function decideOwner(
     reason,
     marker,
     mtimeMs,
+    foreign: false,
   });
   let st: Stats;
   try {
@@ -150,6 +153,7 @@ export async function decideOwner(
         reason: 'another sweeper got it',
         marker: undefined,
         mtimeMs: undefined,
+        foreign: false,
       };
     }
     throw e;
@@ -160,7 +164,9 @@ export async function decideOwner(
     return keep('this process', good, st.mtimeMs);
   }
   const foreign = foreignReason(st);
-  if (foreign !== undefined) return keep(`${foreign}; left alone`, undefined, st.mtimeMs);
+  if (foreign !== undefined) {
+    return { ...keep(`${foreign}; left alone`, undefined, st.mtimeMs), foreign: true };
+  }
 
   let problem = typeof marker === 'string' ? marker : undefined;
   if (typeof marker !== 'string' && ownerDirName(marker) !== name) {
@@ -189,6 +195,7 @@ export async function decideOwner(
     reason: verdict.reason,
     marker: good,
     mtimeMs: st.mtimeMs,
+    foreign: false,
   };
 }
 

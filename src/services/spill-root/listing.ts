@@ -1,0 +1,153 @@
+/**
+ * The dry run of the sweep: who owns what in a spill root, how much of it there is, and what a
+ * sweep would delete — judged by the very function the sweep uses ({@link decideOwner}), so the
+ * listing cannot disagree with the sweep it previews. It deletes, renames and creates nothing,
+ * and never follows a symlink.
+ */
+import { join, resolve } from 'node:path';
+import type { Stats } from 'node:fs';
+import { SpillRootError } from '../errors.ts';
+import { fsSeam, listFiles } from '../fs.ts';
+import { OWNER_DIR_RE } from './identity.ts';
+import { SWEPT_RE, decideOwner } from './sweep.ts';
+import { checkRoot, checkSpillwayDir, code, message } from './validation.ts';
+
+/** One task dir inside an owner dir. */
+export interface TaskDirListing {
+  readonly path: string;
+  /** Files in it (spill segments, remainders being written), at any depth. */
+  readonly files: number;
+  readonly bytes: number;
+}
+
+/** One owner dir: a process's share of the spill root. */
+export interface OwnerListing {
+  readonly path: string;
+  /** The owning pid, from `owner.json` or, without a usable one, from the dir's name. */
+  readonly pid: number;
+  /** False only when the owner is provably dead: exactly the dirs a sweep deletes. */
+  readonly alive: boolean;
+  /** Why the sweep would keep or delete it. */
+  readonly reason: string;
+  /** Milliseconds since the owner dir was created (`owner.json`), else since its mtime. */
+  readonly ageMs: number | undefined;
+  readonly tasks: readonly TaskDirListing[];
+  /** Every file under the owner dir, `owner.json` and the task dirs' files included. */
+  readonly files: number;
+  readonly bytes: number;
+}
+
+/** What {@link listSpillRoot} found. */
+export interface SpillRootListing {
+  /** `<root>/spillway`, the only dir Spillway writes in a root. */
+  readonly dir: string;
+  readonly owners: readonly OwnerListing[];
+  /** Owner dirs a sweep would delete now (their owner is provably dead). */
+  readonly wouldSweep: readonly string[];
+  /** Leftovers of an interrupted sweep (`swept-…`), which a sweep would finish deleting. */
+  readonly interruptedSweeps: readonly string[];
+  /** Entries that could not be judged or measured; a listing never stops at one. */
+  readonly errors: readonly { path: string; message: string }[];
+}
+
+async function measure(path: string): Promise<{ files: number; bytes: number }> {
+  const files = await listFiles(path);
+  return { files: files.length, bytes: files.reduce((n, f) => n + f.size, 0) };
+}
+
+async function listTasks(ownerPath: string): Promise<TaskDirListing[]> {
+  const tasks: TaskDirListing[] = [];
+  let names: string[];
+  try {
+    names = await fsSeam.readdir(ownerPath);
+  } catch (e) {
+    if (code(e) === 'ENOENT') return tasks;
+    throw e;
+  }
+  for (const name of names.sort()) {
+    if (!name.startsWith('task-')) continue;
+    const path = join(ownerPath, name);
+    const st = await fsSeam.lstat(path).catch(() => undefined);
+    // A symlink named like a task dir is not Spillway's and is never followed.
+    if (st === undefined || !st.isDirectory()) continue;
+    tasks.push({ path, ...(await measure(path)) });
+  }
+  return tasks;
+}
+
+/**
+ * Lists the owners of a spill root — pid, alive or provably dead and why, age, their task dirs
+ * with files and bytes — and what a sweep would delete, deleting nothing (`spillway sweep
+ * --dry-run`). An unusable root throws a {@link SpillRootError}; a missing `<root>/spillway`
+ * is an empty listing.
+ *
+ * @example
+ * ```ts
+ * import { listSpillRoot } from 'spillway';
+ *
+ * const listing = await listSpillRoot('/var/tmp');
+ * for (const owner of listing.owners) {
+ *   console.log(owner.pid, owner.alive ? 'alive' : 'dead', owner.tasks.length, owner.bytes);
+ * }
+ * console.log('a sweep would delete', listing.wouldSweep);
+ * ```
+ */
+export async function listSpillRoot(root: string): Promise<SpillRootListing> {
+  const resolved = resolve(root);
+  await checkRoot(resolved);
+  const dir = join(resolved, 'spillway');
+  const owners: OwnerListing[] = [];
+  const interruptedSweeps: string[] = [];
+  const errors: { path: string; message: string }[] = [];
+  const empty = { dir, owners, wouldSweep: [], interruptedSweeps, errors };
+  let st: Stats;
+  try {
+    st = await fsSeam.lstat(dir);
+  } catch (e) {
+    if (code(e) === 'ENOENT') return empty;
+    throw new SpillRootError(`cannot inspect ${dir}: ${message(e)}`, { cause: e });
+  }
+  checkSpillwayDir(dir, st);
+  let names: string[];
+  try {
+    names = await fsSeam.readdir(dir);
+  } catch (e) {
+    if (code(e) === 'ENOENT') return empty;
+    throw new SpillRootError(`cannot list ${dir}: ${message(e)}`, { cause: e });
+  }
+  for (const name of names.sort()) {
+    const path = join(dir, name);
+    try {
+      const match = OWNER_DIR_RE.exec(name);
+      if (match === null) {
+        if (SWEPT_RE.test(name)) interruptedSweeps.push(path);
+        continue;
+      }
+      const decision = await decideOwner(dir, name, match);
+      if (decision.action === 'gone') continue;
+      const created = decision.marker ? Date.parse(decision.marker.createdAt) : Number.NaN;
+      const since = Number.isFinite(created) ? created : decision.mtimeMs;
+      // A foreign entry (a symlink, another user's dir) is listed but never entered.
+      const enter = !decision.foreign;
+      owners.push({
+        path,
+        pid: decision.marker?.pid ?? Number(match[2]),
+        alive: decision.action === 'keep',
+        reason: decision.reason,
+        ageMs: since === undefined ? undefined : Math.max(0, Date.now() - since),
+        tasks: enter ? await listTasks(path) : [],
+        ...(enter ? await measure(path) : { files: 0, bytes: 0 }),
+      });
+    } catch (e) {
+      errors.push({ path, message: message(e) });
+    }
+  }
+  const wouldSweep = owners.filter((o) => !o.alive).map((o) => o.path);
+  return {
+    dir,
+    owners,
+    wouldSweep: [...wouldSweep, ...interruptedSweeps],
+    interruptedSweeps,
+    errors,
+  };
+}
