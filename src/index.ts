@@ -43,6 +43,8 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
 }
 
 export type {
+  OwnedResource,
+  OwnershipReport,
   RecoverOptions,
   Recovery,
   RecoveryReport,
@@ -54,6 +56,8 @@ export type {
   TaskView,
 } from './recovery-types.ts';
 export type { ChannelConsumer, ChannelInfo } from './services/channel.ts';
+export type { ChannelTarget } from './services/channel-streams.ts';
+export type { ProgressStage, RecoveryProgress } from './services/progress.ts';
 export { channelKey } from './services/channel.ts';
 export type { SpillLimits } from './services/spill/limits.ts';
 export type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts';
@@ -71,10 +75,18 @@ export {
 export { CheckpointWriter } from './services/checkpoint/writer.ts';
 export { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
 export { sweepSpillRoot, type SweepReport } from './services/spill-root/sweep.ts';
+export {
+  listSpillRoot,
+  type OwnerListing,
+  type SpillRootListing,
+  type TaskDirListing,
+} from './services/spill-root/listing.ts';
 export { type OwnerMarker } from './services/spill-root/identity.ts';
 export {
   SpillwayError,
+  type SpillwayErrorCode,
   CorruptCheckpointError,
+  CheckpointPathError,
   CheckpointDeclinedError,
   AbortedError,
   CancelledError,
@@ -85,6 +97,9 @@ export {
   SpillEOFError,
   SpillCorruptError,
   SpillRootError,
+  OutputDirError,
+  OutputExistsError,
+  ConsumerAbandonedError,
   suppressedOf,
 } from './services/errors.ts';
 export { VERSION } from './version.ts';

@@ -34,15 +34,12 @@ import {
 import { validateRecoverOptions } from './recovery-options.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
-// For the modules inside the package that start recoveries (the CLI, the pool, the tests):
-// they see the internal options and the full actor type under the public names.
-// TODO(architecture merge): import StartOptions / StartedRecovery by name and drop the aliases.
+// Convenience for the modules inside the package that start recoveries (the CLI, the pool,
+// the tests): the types that go with StartOptions and StartedRecovery.
 export type {
   ChannelConsumer,
   ChannelInfo,
   CheckpointResult,
-  StartOptions as RecoverOptions,
-  StartedRecovery as Recovery,
   RecoveryReport,
   SpillLimits,
   TaskHooks,

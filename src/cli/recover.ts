@@ -9,6 +9,8 @@ import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, ProgressLine, table, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
 import { reportError } from './errors.ts';
+import { progressText } from './progress-text.ts';
+import type { RecoveryProgress } from '../services/progress.ts';
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
                         [--overwrite] [--json]
@@ -66,13 +68,16 @@ export async function run(argv: string[], io: Io): Promise<number> {
     channels: (info) => sink.consumer(info),
     signal: signals.signal,
     limits: { maxSpillFileBytes },
+    ...(progress.enabled
+      ? {
+          onProgress: (p: RecoveryProgress) => {
+            const { fraction, text } = progressText(p);
+            progress.update(fraction, text, true);
+          },
+          progressIntervalMs: 200,
+        }
+      : {}),
   });
-  const timer = progress.enabled
-    ? setInterval(() => {
-        const s = recovery.actor.getSnapshot();
-        progress.update(0.5, `${JSON.stringify(s.value)} ${mib(sink.bytes)} delivered`);
-      }, 200)
-    : undefined;
   try {
     let report;
     try {
@@ -137,7 +142,6 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
     return reportError(io, error, 'recover');
   } finally {
-    if (timer) clearInterval(timer);
     signals.dispose();
   }
 }

@@ -2,7 +2,7 @@
  * One loop of the pool: the task id it runs under (which names its task dir, so a path tells
  * which loop it belongs to) and the record its fault injection keeps for the judge.
  */
-import type { Recovery } from '../recover.ts';
+import type { StartedRecovery as Recovery } from '../recover.ts';
 import type { TaskServices } from '../machines/task-services.ts';
 import type { stageOf } from '../machines/task.machine.ts';
 import type { CheckpointResult } from '../machines/events.ts';

@@ -8,7 +8,11 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import type { InspectionEvent, AnyEventObject } from 'xstate';
-import { recoverChannelState, type RecoverOptions, type Recovery } from '../../src/recover.ts';
+import {
+  recoverChannelState,
+  type StartOptions as RecoverOptions,
+  type StartedRecovery as Recovery,
+} from '../../src/recover.ts';
 import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { ChannelConsumer } from '../../src/services/channel.ts';
 import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';

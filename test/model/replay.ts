@@ -17,7 +17,11 @@
  */
 import { basename, join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { recoverChannelState, type Recovery, type RecoveryReport } from '../../src/recover.ts';
+import {
+  recoverChannelState,
+  type RecoveryReport,
+  type StartedRecovery as Recovery,
+} from '../../src/recover.ts';
 import type { taskMachine } from '../../src/machines/task.machine.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
 import type { TaskHooks, TaskServices } from '../../src/machines/task-services.ts';

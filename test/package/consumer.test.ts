@@ -218,6 +218,7 @@ console.log(JSON.stringify({
   CorruptCheckpointError,
   recoverChannelState,
   type ChannelConsumer,
+  type ChannelTarget,
   type Recovery,
   type RecoveryReport,
 } from 'spillway';
@@ -229,10 +230,14 @@ const consumer = (key: string): ChannelConsumer => ({
   onBuffer: (buffer) => void sizes.set(key, (sizes.get(key) ?? 0) + buffer.length),
   onFinished: () => undefined,
 });
+// A web WritableStream is a channel too (a Node Writable as well): typed as ChannelTarget.
+const web = (key: string): WritableStream<Uint8Array> =>
+  new WritableStream({ write: (chunk) => void sizes.set(key, (sizes.get(key) ?? 0) + chunk.length) });
 const recovery: Recovery = recoverChannelState({
   checkpoint: process.argv[2] ?? 'missing.spwc',
   spillRoot: process.argv[3],
-  channels: ({ gate, channel }) => consumer(\`\${gate}/\${channel}\`),
+  channels: ({ gate, channel }): ChannelTarget =>
+    (channel % 2 === 0 ? consumer : web)(\`\${gate}/\${channel}\`),
   inspect: inspector.inspect,
 });
 const report: RecoveryReport = await recovery.done;
@@ -299,10 +304,12 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
       env: { ...process.env, SPILLWAY_SPILL_ROOT: runDir },
     });
     expect(result.stderr).toBe('');
-    const [bytes, spillFiles, checkpointFile] = result.stdout.trim().split(' ');
+    const [bytes, spillFiles, lastStage, drainerFiles] = result.stdout.trim().split(' ');
     expect(Number(bytes)).toBe(4 * 1024 * 1024);
     expect(Number(spillFiles)).toBeGreaterThan(0);
-    expect(checkpointFile).toBe('cp-7.spwc');
+    // The progress feed ended with the final reading; mid-drain the drainer owned the files.
+    expect(lastStage).toBe('finished');
+    expect(Number(drainerFiles)).toBe(Number(spillFiles));
     const outputs = (await readdir(runDir)).filter((f) => f.endsWith('.bin')).sort();
     expect(outputs).toEqual([
       'gate-0-channel-0.bin',
