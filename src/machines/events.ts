@@ -8,10 +8,24 @@ import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import type { Drainer } from '../services/spill/drainer.ts';
 import type { SpillReader } from '../services/spill/spill-reader.ts';
 
-/** The actors that can own a resource. `task` means the task's registry holds it. */
+/**
+ * The actors that can own a resource. `task` means the task's registry holds it.
+ *
+ * @example
+ * ```ts
+ * const owner: OwnerId | undefined = recovery.actor.getSnapshot().context.ownership.drainer;
+ * ```
+ */
 export type OwnerId = 'fetch' | 'gap' | 'drain' | 'task' | `checkpoint-${number}`;
 
-/** The resources whose ownership is tracked: one entry per live resource. */
+/**
+ * The resources whose ownership is tracked: one entry per live resource.
+ *
+ * @example
+ * ```ts
+ * const resources = Object.keys(recovery.ownership()) as ResourceId[]; // ['fetchedState', 'drainer']
+ * ```
+ */
 export type ResourceId = 'taskDir' | 'fetchedState' | 'drainer' | `snapshot-${number}`;
 
 /** A stage took a resource; from this instant the task's registry is its backstop. */
@@ -63,7 +77,15 @@ export interface ReleasedEvent {
   error?: Error;
 }
 
-/** Result of a checkpoint taken during recovery. */
+/**
+ * Result of a checkpoint taken during recovery.
+ *
+ * @example
+ * ```ts
+ * const { file, channels } = await recovery.checkpoint(7, { out: 'cp-7.spwc' });
+ * console.log(file, channels.reduce((n, c) => n + c.bytes, 0), 'bytes left to deliver');
+ * ```
+ */
 export interface CheckpointResult {
   checkpointId: number;
   /** The SPWC file holding the undelivered remainder, or undefined if nothing remained. */

@@ -104,6 +104,22 @@ const STAGE_ERROR = {
   params: ({ event }: { event: { error: unknown } }) => ({ error: event.error }),
 } as const;
 
+/**
+ * The task machine: one recovering task, `alive.restoring` (fetch → gap → drain, each an
+ * invoked stage machine) → `alive.running` → `finished`, `failed` or `cancelled`. Every
+ * ownership move of a spill resource is a named action over `context.ownership` (G2), and the
+ * task's registry closes whatever a stage still holds on any ending (G1).
+ * `recoverChannelState()` wires its services; programs driving it themselves use this.
+ *
+ * @example
+ * ```ts
+ * import { createActor } from 'xstate';
+ * import { taskMachine } from 'spillway/machines';
+ *
+ * const actor = createActor(taskMachine, { input: { services, autoFinish: true } }).start();
+ * actor.subscribe((snapshot) => console.log(snapshot.value, snapshot.context.ownership));
+ * ```
+ */
 export const taskMachine = setup({
   types: {} as {
     input: TaskInput;

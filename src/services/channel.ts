@@ -3,7 +3,14 @@
  * a channel's identity, its key, and the consumer contract every layer shares.
  */
 
-/** An input channel, identified as in the checkpoint: (gate, channel). */
+/**
+ * An input channel, identified as in the checkpoint: (gate, channel).
+ *
+ * @example
+ * ```ts
+ * const channels = ({ gate, channel }: ChannelInfo) => createWriteStream(`${gate}-${channel}.bin`);
+ * ```
+ */
 export interface ChannelInfo {
   readonly gate: number;
   readonly channel: number;

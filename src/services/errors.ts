@@ -347,7 +347,14 @@ export function addSuppressed(primary: Error, later: unknown): void {
   if (!holder.suppressed!.includes(error)) holder.suppressed!.push(error);
 }
 
-/** Returns the suppressed errors of any error (empty for errors that never had any). */
+/**
+ * Returns the suppressed errors of any error (empty for errors that never had any).
+ *
+ * @example
+ * ```ts
+ * await recovery.done.catch((e) => suppressedOf(e).forEach((later) => console.error(later)));
+ * ```
+ */
 export function suppressedOf(error: unknown): Error[] {
   const list = (error as { suppressed?: unknown } | undefined)?.suppressed;
   return Array.isArray(list) ? (list as Error[]) : [];

@@ -4,7 +4,14 @@
  * on. The CLI's own progress bar is drawn from it.
  */
 
-/** Where a recovery is: a stage while restoring, then how it ended. */
+/**
+ * Where a recovery is: a stage while restoring, then how it ended.
+ *
+ * @example
+ * ```ts
+ * const ended = (stage: ProgressStage) => ['finished', 'failed', 'cancelled'].includes(stage);
+ * ```
+ */
 export type ProgressStage =
   'starting' | 'fetch' | 'gap' | 'drain' | 'running' | 'finished' | 'failed' | 'cancelled';
 

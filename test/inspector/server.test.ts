@@ -25,7 +25,7 @@ import { sanitize } from '../../inspector/sanitize.ts';
 import { recoverChannelState } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
-import { channelId, channelKey } from '../../src/services/channel.ts';
+import { channelId } from '../../src/services/channel.ts';
 import { Drainer } from '../../src/services/spill/drainer.ts';
 import { addSuppressed } from '../../src/services/errors.ts';
 import {

@@ -12,7 +12,14 @@ export const UNKNOWN_BOOT = 'unknown';
 /** `owner-<bootId8>-<pid>-<startTicks>`: the name of an owner dir, in three groups. */
 export const OWNER_DIR_RE = /^owner-([0-9a-z]{1,8})-(\d{1,10})-(\d{1,20})$/;
 
-/** The contents of `owner.json`: who created an owner dir, precisely enough to prove it dead. */
+/**
+ * The contents of `owner.json`: who created an owner dir, precisely enough to prove it dead.
+ *
+ * @example
+ * ```ts
+ * const marker: OwnerMarker = JSON.parse(await readFile(join(ownerDir, 'owner.json'), 'utf8'));
+ * ```
+ */
 export interface OwnerMarker {
   pid: number;
   /** `/proc/sys/kernel/random/boot_id`; `'unknown'` where the platform has none. */

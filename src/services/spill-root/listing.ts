@@ -12,7 +12,14 @@ import { OWNER_DIR_RE } from './identity.ts';
 import { SWEPT_RE, decideOwner } from './sweep.ts';
 import { checkRoot, checkSpillwayDir, code, message } from './validation.ts';
 
-/** One task dir inside an owner dir. */
+/**
+ * One task dir inside an owner dir.
+ *
+ * @example
+ * ```ts
+ * const biggest = owner.tasks.toSorted((a, b) => b.bytes - a.bytes)[0];
+ * ```
+ */
 export interface TaskDirListing {
   readonly path: string;
   /** Files in it (spill segments, remainders being written), at any depth. */
@@ -20,7 +27,14 @@ export interface TaskDirListing {
   readonly bytes: number;
 }
 
-/** One owner dir: a process's share of the spill root. */
+/**
+ * One owner dir: a process's share of the spill root.
+ *
+ * @example
+ * ```ts
+ * const dead = listing.owners.filter((o: OwnerListing) => !o.alive);
+ * ```
+ */
 export interface OwnerListing {
   readonly path: string;
   /** The owning pid, from `owner.json` or, without a usable one, from the dir's name. */
@@ -37,7 +51,14 @@ export interface OwnerListing {
   readonly bytes: number;
 }
 
-/** What {@link listSpillRoot} found. */
+/**
+ * What {@link listSpillRoot} found.
+ *
+ * @example
+ * ```ts
+ * const { owners, wouldSweep }: SpillRootListing = await listSpillRoot('/var/tmp');
+ * ```
+ */
 export interface SpillRootListing {
   /** `<root>/spillway`, the only dir Spillway writes in a root. */
   readonly dir: string;

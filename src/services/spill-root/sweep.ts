@@ -23,9 +23,17 @@ import { checkRoot, checkSpillwayDir, code, foreignReason, message } from './val
 const YOUNG_DIR_MS = 10 * 60 * 1000;
 /** No honest owner.json is this large; refusing bigger ones bounds what a sweep reads. */
 const MAX_MARKER_BYTES = 64 * 1024;
+/** `swept-<owner>-<rand8>`: an owner dir claimed by a sweep and not yet fully removed. */
 export const SWEPT_RE = /^swept-([0-9a-z]{1,8}-\d{1,10}-\d{1,20})-[0-9a-f]{8}$/;
 
-/** What one sweep did. Paths are absolute; `errors` never stop a sweep. */
+/**
+ * What one sweep did. Paths are absolute; `errors` never stop a sweep.
+ *
+ * @example
+ * ```ts
+ * const { swept, kept, errors }: SweepReport = await sweepSpillRoot('/var/tmp');
+ * ```
+ */
 export interface SweepReport {
   swept: string[];
   kept: string[];

@@ -3,7 +3,14 @@
  * so the writer, the reader, the drainer and the pool agree on them.
  */
 
-/** Size limits of the spill files (docs/formats.md) and of the I/O around them. */
+/**
+ * Size limits of the spill files (docs/formats.md) and of the I/O around them.
+ *
+ * @example
+ * ```ts
+ * recoverChannelState({ checkpoint, channels, limits: { maxSpillFileBytes: 16 * 1024 * 1024 } });
+ * ```
+ */
 export interface SpillLimits {
   /** Rotate spill files at this size; default 64 MiB. */
   maxSpillFileBytes?: number;
