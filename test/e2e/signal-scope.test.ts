@@ -18,14 +18,20 @@ function said(child: Child, stream: 'stdout' | 'stderr', text: string | RegExp):
   return waitFor(`${String(text)} on ${stream}`, () => (seen() ? true : undefined), { child });
 }
 
+/** A child whose cleanup runs after `first` and which has noted `second` as still cleaning up. */
+async function inCleanupAfter(first: NodeJS.Signals, second: NodeJS.Signals): Promise<Child> {
+  const child = start();
+  await said(child, 'stdout', 'ready');
+  child.proc.kill(first);
+  await said(child, 'stdout', 'cleaning');
+  child.proc.kill(second);
+  await said(child, 'stderr', new RegExp(`${second} again; still cleaning up`));
+  return child;
+}
+
 describe('signal scope: the first signal cancels, the second waits, the third exits', () => {
   it('a second signal during cleanup is noted and waits; the exit code is the first signal’s', async () => {
-    const child = start();
-    await said(child, 'stdout', 'ready');
-    child.proc.kill('SIGTERM');
-    await said(child, 'stdout', 'cleaning');
-    child.proc.kill('SIGINT');
-    await said(child, 'stderr', /SIGINT again; still cleaning up/);
+    const child = await inCleanupAfter('SIGTERM', 'SIGINT');
     expect(child.ended).toBe(false);
     child.proc.stdin!.end();
     expect(await child.exited).toEqual({ code: 143, signal: null });
@@ -34,12 +40,7 @@ describe('signal scope: the first signal cancels, the second waits, the third ex
   });
 
   it('a third signal exits at once, says so, and the exit hook still runs', async () => {
-    const child = start();
-    await said(child, 'stdout', 'ready');
-    child.proc.kill('SIGHUP');
-    await said(child, 'stdout', 'cleaning');
-    child.proc.kill('SIGINT');
-    await said(child, 'stderr', /SIGINT again/);
+    const child = await inCleanupAfter('SIGHUP', 'SIGINT');
     // stdin is still open: only the third signal can end it.
     child.proc.kill('SIGQUIT');
     expect(await child.exited).toEqual({ code: 129, signal: null });
