@@ -20,7 +20,7 @@ const OPS: OpCounts = {
   buffers: 6,
 };
 const ID = 'ab12.1.7';
-const INPUT = '/work/slot-1.spwc';
+const INPUT = 'slots/slot-1.spwc';
 const OWN = `/spill/spillway/owner-x/task-${ID}-a1b2c3/spill-segment-0.bin`;
 const OTHER = `/spill/spillway/owner-x/task-ab12.2.8-d4e5f6/spill-segment-0.bin`;
 
@@ -41,7 +41,7 @@ describe('expectedCause', () => {
   it('fetch-error counts only an EIO reading this slot’s own checkpoint copy', () => {
     const loop = loopOf('fetch-error');
     expect(expectedCause(loop, makeFsError('EIO', 'read', INPUT))).toBe(true);
-    expect(expectedCause(loop, makeFsError('EIO', 'read', '/work/slot-2.spwc'))).toBe(false);
+    expect(expectedCause(loop, makeFsError('EIO', 'read', 'slots/slot-2.spwc'))).toBe(false);
   });
 
   it('a throwing channel counts by identity: an equal message is not the injected error', () => {
