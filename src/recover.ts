@@ -120,6 +120,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     checkpoint: options.checkpoint,
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
     limits: options.limits ?? {},
+    rescale: options.rescale,
     abandonAfterMs: options.abandonAfterMs,
     channels,
     progress,
@@ -247,5 +248,6 @@ function buildReport(
     spilledBytes: ctx.fetch?.spilledBytes ?? 0,
     checkpoints: ctx.checkpoints,
     durationMs: Math.round(performance.now() - started),
+    ...(ctx.fetch?.records !== undefined ? { records: ctx.fetch.records } : {}),
   };
 }

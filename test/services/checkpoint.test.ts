@@ -285,9 +285,9 @@ describe('readCheckpoint: every corrupt class, edited from a valid file', () => 
     },
     {
       name: 'bad version',
-      edit: (b) => void b.writeUInt32BE(2, 4),
+      edit: (b) => void b.writeUInt32BE(3, 4),
       offset: 4,
-      reason: /version 2/,
+      reason: /version 3/,
     },
     {
       name: 'negative gate',
