@@ -9,10 +9,7 @@ import { fc, test } from '@fast-check/vitest';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect } from 'vitest';
-import { recoverChannelState } from '../../../src/recover.ts';
-import { channelKey } from '../../../src/services/channel.ts';
 import type { RescaleOption } from '../../../src/services/rescale/rescale-options.ts';
-import type { RecoveryReport } from '../../../src/recovery-types.ts';
 import { makeTempRoot } from '../../helpers/temp.ts';
 import {
   cutAt,
@@ -22,7 +19,7 @@ import {
   serializeRecord,
   type V2Entry,
 } from '../../helpers/rescale-reference.ts';
-import { writeV2 } from '../../helpers/v2-checkpoints.ts';
+import { recoverBytes, writeV2 } from '../../helpers/v2-checkpoints.ts';
 import { listTree } from '../../e2e/harness.ts';
 
 interface Shape {
@@ -82,27 +79,12 @@ const shapeArb = (minBody: number): fc.Arbitrary<Shape> =>
         });
     });
 
-/** Recovers `file` with `rescale`; each channel's bytes and the report. */
-async function recoverAs(
-  file: string,
-  root: string,
-  rescale: RescaleOption,
-  readChunkBytes: number,
-): Promise<{ out: Map<string, Buffer>; report: RecoveryReport }> {
-  const parts = new Map<string, Buffer[]>();
-  const recovery = recoverChannelState({
-    checkpoint: file,
-    spillRoot: root,
+/** Recovers `file` with `rescale` and limits that cut everything small. */
+function recoverAs(file: string, root: string, rescale: RescaleOption, readChunkBytes: number) {
+  return recoverBytes(file, root, {
     rescale,
     limits: { readChunkBytes, maxSegmentBytes: 64, maxSpillFileBytes: 256, bufferBytes: 32 },
-    channels: (info) => {
-      const mine: Buffer[] = [];
-      parts.set(channelKey(info), mine);
-      return { onBuffer: (b) => void mine.push(Buffer.from(b)), onFinished() {} };
-    },
   });
-  const report = await recovery.done;
-  return { out: new Map([...parts].map(([k, v]) => [k, Buffer.concat(v)])), report };
 }
 
 const sortedHex = (records: Buffer[]) => records.map((r) => r.toString('hex')).sort();
