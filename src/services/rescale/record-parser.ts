@@ -74,11 +74,18 @@ export class RecordParser {
   /** The open record's serialized bytes so far, copied, while it may survive. */
   private pieces: Buffer[] = [];
 
+  /** The valid record lengths: at least the key (when hashing), at most the limit. */
+  private readonly minLength: number;
+  private readonly maxLength: number;
+
   constructor(
     readonly from: VirtualChannel,
     private readonly rules: RecordRules,
     private readonly counts: RecordCounts,
-  ) {}
+  ) {
+    this.minLength = rules.keepKeyHash !== undefined ? rules.keyBytes : 0;
+    this.maxLength = Math.min(rules.maxRecordBytes, MAX_ENTRY_LENGTH);
+  }
 
   /** True while the stream is inside a record (Flink's `hasPartialData`). */
   get hasPartialData(): boolean {
@@ -173,20 +180,22 @@ export class RecordParser {
     );
   }
 
+  /** The hot check: in range, or the slow path that says why not. */
   private checkLength(length: number, at: number): void {
-    const fail = (reason: string) => new CorruptCheckpointError(this.rules.file, at, reason);
-    if (length < 0) throw fail(`negative record length ${length}`);
-    if (length > MAX_ENTRY_LENGTH) {
-      throw fail(`record length ${length} out of range 0..${MAX_ENTRY_LENGTH}`);
-    }
-    if (length > this.rules.maxRecordBytes) {
-      throw fail(
-        `record of ${length} bytes exceeds the limit of ${this.rules.maxRecordBytes} bytes (maxRecordBytes)`,
-      );
-    }
-    if (this.rules.keepKeyHash !== undefined && length < this.rules.keyBytes) {
-      throw fail(`record of ${length} bytes is shorter than its ${this.rules.keyBytes}-byte key`);
-    }
+    if (length >= this.minLength && length <= this.maxLength) return;
+    throw this.badLength(length, at);
+  }
+
+  private badLength(length: number, at: number): CorruptCheckpointError {
+    const reason =
+      length < 0
+        ? `negative record length ${length}`
+        : length > MAX_ENTRY_LENGTH
+          ? `record length ${length} out of range 0..${MAX_ENTRY_LENGTH}`
+          : length > this.rules.maxRecordBytes
+            ? `record of ${length} bytes exceeds the limit of ${this.rules.maxRecordBytes} bytes (maxRecordBytes)`
+            : `record of ${length} bytes is shorter than its ${this.rules.keyBytes}-byte key`;
+    return new CorruptCheckpointError(this.rules.file, at, reason);
   }
 
   /** Opens a spanning record whose length field was read in one piece. */
