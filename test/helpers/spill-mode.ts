@@ -47,7 +47,8 @@ export interface ModeCheckpointOptions {
 /**
  * A suite's checkpoint for the current mode and what recovering it must deliver.
  *
- * In `filtering` mode it is a v2 file of about `kib` KiB of records from 3 old subtasks, and
+ * In `filtering` mode it is a v2 file of about 2 × `kib` KiB of records from 3 old subtasks
+ * (about `kib` KiB survive), and
  * the returned `made.payloadBytes` / `made.channels[].bytes` / `original` are the survivors'
  * bytes as the independent reference filter computes them: what a recovery as subtask 0 of 2
  * must deliver, not the file's payload. `made.path` and `made.entries` are the file's.
@@ -68,10 +69,11 @@ export async function makeModeCheckpoint(
     });
     return { made, original: await entriesBytes(out) };
   }
-  // Bodies of 8..2048 bytes average ~1 KiB: about one record per KiB.
+  // Bodies of 8..2048 bytes average ~1 KiB, and about half survive: twice `kib` records
+  // spill about `kib` KiB, so both modes rotate through as many spill files.
   const made = await makeRecordCheckpoint({
     out,
-    records: o.kib,
+    records: 2 * o.kib,
     subtasks: 3,
     gates: o.gates,
     channels: o.channels,
