@@ -32,6 +32,7 @@ import {
   type RecoveryProgress,
 } from './services/progress.ts';
 import { validateRecoverOptions } from './recovery-options.ts';
+import { rescaleLimits } from './services/rescale/rescale-options.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
 // For the modules inside the package that start recoveries (the CLI, the pool, the tests):
@@ -119,7 +120,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     taskId,
     checkpoint: options.checkpoint,
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
-    limits: options.limits ?? {},
+    limits: rescaleLimits(options.limits ?? {}, options.rescale),
     rescale: options.rescale,
     abandonAfterMs: options.abandonAfterMs,
     channels,

@@ -8,7 +8,13 @@ import { CHECKPOINT_VERSION, entryHeaderBytes } from '../checkpoint/format.ts';
 import type { CheckpointVisitor } from '../checkpoint/reader.ts';
 import type { ChannelInfo } from '../channel.ts';
 import type { SpillWriter } from '../spill/spill-writer.ts';
-import { RecordParser, type RecordCounts, type RecordRules } from './record-parser.ts';
+import { SEGMENT_HEADER_BYTES } from '../spill/segment-format.ts';
+import {
+  RECORD_LENGTH_BYTES,
+  RecordParser,
+  type RecordCounts,
+  type RecordRules,
+} from './record-parser.ts';
 
 /** Number of records read, kept and dropped by a filtering recovery. */
 export type RecordReport = RecordCounts;
@@ -88,10 +94,37 @@ export class FilteringSpill {
     // Survivors go out in the order they completed; the writer copies each before resolving,
     // so slices of `chunk` are safe while the reader awaits this.
     try {
-      for (const piece of out) await this.writer.append(this.target, piece);
+      for (const records of out) await this.spill(records);
     } finally {
       out.length = 0;
     }
+  }
+
+  /**
+   * Spills whole records, none of them split across segments unless it is larger than a
+   * segment: a run too long for the open segment is cut at record boundaries.
+   */
+  private async spill(records: Buffer): Promise<void> {
+    const writer = this.writer;
+    const room = writer.maxSegmentBytes - SEGMENT_HEADER_BYTES;
+    if (records.length <= room) {
+      await writer.keepTogether(this.target, records.length);
+      await writer.append(this.target, records);
+      return;
+    }
+    let start = 0;
+    let end = 0;
+    while (end < records.length) {
+      const next = end + RECORD_LENGTH_BYTES + records.readInt32BE(end);
+      if (next - start > room && end > start) {
+        await writer.keepTogether(this.target, end - start);
+        await writer.append(this.target, records.subarray(start, end));
+        start = end;
+      }
+      end = next;
+    }
+    await writer.keepTogether(this.target, end - start);
+    await writer.append(this.target, records.subarray(start, end));
   }
 
   /**

@@ -99,7 +99,8 @@ export class RecordParser {
 
   /**
    * Feeds the next piece of the stream. `offset` is the file offset of `chunk[0]`. Surviving
-   * bytes are pushed to `out`: slices of `chunk` (valid only as long as `chunk` is) or copies.
+   * records are pushed to `out`, whole: runs of them as slices of `chunk` (valid only as long
+   * as `chunk` is), a record that spanned chunks as a copy.
    */
   push(chunk: Buffer, offset: number, out: Buffer[]): void {
     const n = chunk.length;
@@ -251,7 +252,8 @@ export class RecordParser {
     }
     if (keep) {
       this.counts.kept++;
-      for (const piece of pieces) out.push(piece);
+      // One buffer per record: the filtering handler keeps a record inside one segment.
+      out.push(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
     } else {
       this.counts.dropped++;
     }

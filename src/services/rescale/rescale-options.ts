@@ -3,6 +3,7 @@
  * rule) or a custom `keep` predicate, checked once and turned into a parser's rules.
  */
 import { MAX_ENTRY_LENGTH } from '../checkpoint/format.ts';
+import { DEFAULT_MAX_SEGMENT_BYTES, type SpillLimits } from '../spill/limits.ts';
 import {
   DEFAULT_KEY_BYTES,
   UPPER_BOUND_MAX_PARALLELISM,
@@ -132,4 +133,40 @@ export function recordRules(option: RescaleOption, file: string): RecordRules {
     keyBytes,
     keepKeyHash: (keyHash) => operatorForKeyHash(keyHash, parallelism, maxParallelism) === subtask,
   };
+}
+
+/**
+ * The limits of a rescaled recovery: unless the caller chose `bufferBytes`, a buffer holds a
+ * whole spill segment. The filtering handler keeps records inside segments, so every delivery
+ * then ends between records and a checkpoint taken during recovery cuts between records: its
+ * remainder is exactly the survivors not yet delivered (G6 in record terms).
+ *
+ * @example
+ * ```ts
+ * rescaleLimits({}, { subtask: 0, parallelism: 2 }); // { bufferBytes: 1048576 }
+ * ```
+ */
+export function rescaleLimits(
+  limits: SpillLimits,
+  rescale: RescaleOption | undefined,
+): SpillLimits {
+  if (rescale === undefined || limits.bufferBytes !== undefined) return limits;
+  return { ...limits, bufferBytes: limits.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES };
+}
+
+/**
+ * How a checkpoint taken during a rescaled recovery writes its remainder: a v2 file whose
+ * entries name this recovery's new subtask as the one that wrote them (0 for a custom `keep`).
+ * Undefined without rescaling (a v1 file, as before).
+ *
+ * @example
+ * ```ts
+ * remainderFormat({ subtask: 3, parallelism: 4 }); // { subtask: 3 }
+ * ```
+ */
+export function remainderFormat(
+  rescale: RescaleOption | undefined,
+): { subtask: number } | undefined {
+  if (rescale === undefined) return undefined;
+  return { subtask: isPredicate(rescale) ? 0 : rescale.subtask };
 }
