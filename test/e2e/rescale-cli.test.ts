@@ -7,7 +7,7 @@ import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseRecords } from '../helpers/rescale-reference.ts';
-import { lines, listTree, makeTempRoot, runCli, spillLeftovers } from './harness.ts';
+import { lines, listTree, makeTempRoot, runCli, runRecover, spillLeftovers } from './harness.ts';
 
 async function make(dir: string): Promise<string> {
   const file = join(dir, 'v2.spwc');
@@ -50,13 +50,7 @@ describe('spillway recover --rescale', () => {
     const together: string[] = [];
     for (const i of [0, 1, 2]) {
       const out = join(dir, `out-${i}`);
-      const run = await runCli([
-        'recover',
-        file,
-        '--out',
-        out,
-        '--spill-root',
-        root,
+      const run = await runRecover(file, out, root, [
         '--rescale',
         `${i}/3/64`,
         '--key-bytes',

@@ -15,7 +15,7 @@ import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
 import { settle } from '../helpers/async.ts';
 import { serializeRecord, type V2Entry } from '../helpers/rescale-reference.ts';
 import { V2_ENTRY_HEADER_BYTES, writeV2 } from '../helpers/v2-checkpoints.ts';
-import { lines, listTree, makeTempRoot, runCli, spillLeftovers } from './harness.ts';
+import { lines, listTree, makeTempRoot, runRecover, spillLeftovers } from './harness.ts';
 
 afterEach(() => resetFsSeam());
 
@@ -110,13 +110,7 @@ describe('rescaled recovery: record-level corruption', () => {
       const out = join(dir, 'out');
       await mkdir(root);
       const { file, offset } = await makeCase(dir, c);
-      const run = await runCli([
-        'recover',
-        file,
-        '--out',
-        out,
-        '--spill-root',
-        root,
+      const run = await runRecover(file, out, root, [
         '--max-spill-file-bytes',
         '128K',
         '--rescale',
