@@ -39,6 +39,7 @@ import {
 } from './metrics.ts';
 import { FaultSchedule } from './plan.ts';
 import { measureOps, readShape, type Shape } from './shape.ts';
+import type { RescaleOption } from '../services/rescale/rescale-options.ts';
 
 /** How a pool is set up. */
 export interface TaskManagerOptions {
@@ -73,6 +74,11 @@ export interface TaskManagerOptions {
    * in `<root>/spillway/` besides this process's owner dir counts as leaked too.
    */
   privateRoot?: boolean;
+  /**
+   * Every loop recovers as this rescaled subtask (the checkpoint must be SPWC v2 with records):
+   * the filtering handler under every fault kind, judged against the survivors' bytes.
+   */
+  rescale?: RescaleOption;
 }
 
 /**
@@ -156,7 +162,7 @@ export class TaskManager {
       if (!FAULT_KINDS.includes(k)) throw new RangeError(`unknown fault kind '${k}'`);
     }
     const spill = await SpillRoot.open(options.spillRoot);
-    const shape = await readShape(options.checkpoint);
+    const shape = await readShape(options.checkpoint, options.rescale);
     const copies: string[] = [];
     try {
       for (let s = 0; s < tasks; s++) {
@@ -248,6 +254,7 @@ export class TaskManager {
       spill: this.spill,
       limits: this.limits,
       taskId: `${this.prefix}-calibration`,
+      rescale: this.options.rescale,
     });
   }
 
@@ -274,6 +281,7 @@ export class TaskManager {
         limits: this.limits,
         taskId: id,
         hooks: this.injector.hooks(state),
+        ...(this.options.rescale !== undefined ? { rescale: this.options.rescale } : {}),
         ...(this.options.inspect ? { inspect: this.options.inspect } : {}),
       });
       state.recovery = recovery;

@@ -19,6 +19,15 @@ import {
 /** Number of records read, kept and dropped by a filtering recovery. */
 export type RecordReport = RecordCounts;
 
+/**
+ * Where survivors go: a {@link SpillWriter}, or anything that takes bytes per channel the
+ * same way (the pool's shape reader sums them instead of spilling them).
+ */
+export type SurvivorSink = Pick<
+  SpillWriter,
+  'noteChannel' | 'append' | 'keepTogether' | 'maxSegmentBytes'
+>;
+
 /** `subtask · 2^32 + gate · 2^16 + channel`: below 2^47, so an exact number key. */
 function virtualChannelId(subtask: number, gate: number, channel: number): number {
   return subtask * 2 ** 32 + gate * 65536 + channel;
@@ -53,7 +62,7 @@ export class FilteringSpill {
   private readonly out: Buffer[] = [];
 
   constructor(
-    private readonly writer: SpillWriter,
+    private readonly writer: SurvivorSink,
     private readonly rules: RecordRules,
   ) {}
 
