@@ -8,6 +8,8 @@
  * - recoverVsPlain: plain async fetch + drain (same services, no XState) ÷ full recovery
  * - cancelCleanupP99Ms: cancel → task dir gone, p99 over random cancel moments
  * - peakRssMiBAt2GiB: peak RSS of a child process recovering a 2 GiB checkpoint
+ * - filteringVsSpilling: fetch stage spilling without filtering ÷ with the filtering handler
+ *   (rescale 0/2), on the same SPWC v2 file (bench/rescale.ts)
  *
  * Each ratio is the median of `runs` runs whose two sides alternate in order (A B, B A, …), so
  * neither side always gets the warmer cache or the quieter disk.
@@ -23,6 +25,7 @@ import { measureCancel, type CancelFigures } from './cancel.ts';
 import { rawCopy, rawRead } from './raw-io.ts';
 import { measurePeakRss, type RssFigures } from './rss.ts';
 import { fullRecover, plainRecover, timeDrain, timeFetch } from './stages.ts';
+import { measureFiltering, type FilteringFigures } from './rescale.ts';
 import { round, spread, type Spread } from './stats.ts';
 
 const MIB = 1024 * 1024;
@@ -72,16 +75,17 @@ export const QUICK: Omit<BenchOptions, 'tmpRoot' | 'signal' | 'progress'> = {
   seed: 20240601,
 };
 
-/** The five figures, under exactly these names (`--json` prints this object). */
+/** The six figures, under exactly these names (`--json` prints this object). */
 export interface BenchResult {
   spillVsRawWrite: Spread;
   drainVsRawRead: Spread;
   recoverVsPlain: Spread;
   cancelCleanupP99Ms: number;
   peakRssMiBAt2GiB: number;
+  filteringVsSpilling: Spread;
 }
 
-/** Everything behind the five figures, for the human report. */
+/** Everything behind the six figures, for the human report. */
 export interface BenchDetails {
   options: Omit<BenchOptions, 'signal' | 'progress'>;
   checkpoint: { payloadMiB: number; fileMiB: number; entries: number; channels: number };
@@ -98,6 +102,7 @@ export interface BenchDetails {
   spillFiles: number;
   cancel: CancelFigures;
   rss: RssFigures;
+  filtering: FilteringFigures;
   /** Full recovery − plain fetch + drain, ms per run: what the orchestration costs. */
   orchestrationMs: Spread;
   durationMs: number;
@@ -114,6 +119,7 @@ export const TARGETS: Record<keyof BenchResult, { op: '≥' | '≤'; value: numb
   recoverVsPlain: { op: '≥', value: 0.9 },
   cancelCleanupP99Ms: { op: '≤', value: 20 },
   peakRssMiBAt2GiB: { op: '≤', value: 150 },
+  filteringVsSpilling: { op: '≥', value: 0.7 },
 };
 
 /** Free bytes the run needs at its peak (the RSS phase: checkpoint + its spill files). */
@@ -219,6 +225,15 @@ export async function runBench(
 
     const ratios = await measureRatios(made, dir, root, spillRootPath, limits, options, progress);
     checkAbort();
+    progress(0.5, 'filtering vs spilling (rescale)');
+    const filtering = await measureFiltering({
+      dir,
+      mb: options.mb / 4,
+      runs: options.runs,
+      seed: options.seed,
+      signal,
+    });
+    checkAbort();
 
     progress(0.55, `cancelling ${options.cancels} recoveries`);
     const cancel = await measureCancel({
@@ -253,6 +268,7 @@ export async function runBench(
       recoverVsPlain: ratios.recoverVsPlain,
       cancelCleanupP99Ms: round(cancel.p99Ms, 2),
       peakRssMiBAt2GiB: round(rss.peakMiB, 1),
+      filteringVsSpilling: filtering.ratio,
     };
     progress(1, 'done');
     const { signal: _s, progress: _p, ...shownOptions } = options;
@@ -271,6 +287,7 @@ export async function runBench(
         orchestrationMs: ratios.orchestrationMs,
         cancel,
         rss,
+        filtering,
         durationMs: Math.round(performance.now() - started),
         load: [round(loadAtStart, 1), round(loadavg()[0]!, 1)],
         runs: ratios.runs,

@@ -73,6 +73,23 @@ export {
   type ReadCheckpointOptions,
 } from './services/checkpoint/reader.ts';
 export { CheckpointWriter } from './services/checkpoint/writer.ts';
+export {
+  makeRecordCheckpoint,
+  type MadeRecordCheckpoint,
+  type MakeRecordCheckpointOptions,
+} from './services/checkpoint/record-generator.ts';
+export type { RescaleOption, RecordPredicate } from './services/rescale/rescale-options.ts';
+export type { VirtualChannel } from './services/rescale/record-parser.ts';
+export type { RecordReport } from './services/rescale/filtering-spill.ts';
+export {
+  defaultMaxParallelism,
+  hashKeyBytes,
+  keyGroupForKeyHash,
+  murmurHash,
+  operatorIndexForKeyGroup,
+  KEY_HASH_SEED,
+  type RescaleTarget,
+} from './services/rescale/key-groups.ts';
 export { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
 export { sweepSpillRoot, type SweepReport } from './services/spill-root/sweep.ts';
 export {

@@ -32,6 +32,7 @@ import {
   type RecoveryProgress,
 } from './services/progress.ts';
 import { validateRecoverOptions } from './recovery-options.ts';
+import { rescaleLimits } from './services/rescale/rescale-options.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
 // Convenience for the modules inside the package that start recoveries (the CLI, the pool,
@@ -116,7 +117,8 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     taskId,
     checkpoint: options.checkpoint,
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
-    limits: options.limits ?? {},
+    limits: rescaleLimits(options.limits ?? {}, options.rescale),
+    rescale: options.rescale,
     abandonAfterMs: options.abandonAfterMs,
     channels,
     progress,
@@ -244,5 +246,6 @@ function buildReport(
     spilledBytes: ctx.fetch?.spilledBytes ?? 0,
     checkpoints: ctx.checkpoints,
     durationMs: Math.round(performance.now() - started),
+    ...(ctx.fetch?.records !== undefined ? { records: ctx.fetch.records } : {}),
   };
 }

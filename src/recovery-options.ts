@@ -4,6 +4,7 @@
  * errors carry Node's own codes (`ERR_INVALID_ARG_TYPE`, `ERR_INVALID_ARG_VALUE`), as Node's
  * APIs do for the same mistakes.
  */
+import { checkRescaleOption } from './services/rescale/rescale-options.ts';
 
 /** A `TypeError` with Node's code for a bad argument, naming `options.<name>`. */
 function invalid(name: string, expected: string, got: unknown, value = false): TypeError {
@@ -83,6 +84,7 @@ export function validateRecoverOptions(options: unknown): void {
     if (typeof v !== 'number') throw invalid(name, 'a number of milliseconds', v);
     if (!Number.isFinite(v) || v < 0) throw invalid(name, 'a number of milliseconds ≥ 0', v, true);
   }
+  if (o.rescale !== undefined) checkRescaleOption(o.rescale);
   const limits = o.limits;
   if (limits !== undefined) {
     if (limits === null || typeof limits !== 'object') throw invalid('limits', 'an object', limits);

@@ -10,6 +10,8 @@ import type { ChannelInfo } from './services/channel.ts';
 import type { ChannelTarget } from './services/channel-streams.ts';
 import type { RecoveryProgress } from './services/progress.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
+import type { RescaleOption } from './services/rescale/rescale-options.ts';
+import type { RecordReport } from './services/rescale/filtering-spill.ts';
 
 /**
  * Options of {@link recoverChannelState}.
@@ -60,6 +62,13 @@ export interface RecoverOptions {
   onProgress?(progress: RecoveryProgress): void;
   /** How often `onProgress` may be called; default 250 ms. */
   progressIntervalMs?: number | undefined;
+  /**
+   * Rescaled restore: keep only the records that belong to new subtask `subtask` of
+   * `parallelism` (Flink's key groups over the first `keyBytes` bytes of each record), or
+   * those a custom `keep(record, from)` accepts. The checkpoint's payloads are then parsed as
+   * `[int32 length][bytes]` records per (old subtask, gate, channel).
+   */
+  rescale?: RescaleOption | undefined;
 }
 
 /**
@@ -100,6 +109,8 @@ export interface RecoveryReport {
   /** Checkpoints taken during the recovery. */
   checkpoints: number;
   durationMs: number;
+  /** Records read, kept and dropped: present only for a rescaled recovery. */
+  records?: RecordReport;
 }
 
 /**

@@ -19,7 +19,7 @@ Each ratio is the median of N alternating runs (default 7), shown with its min a
 It makes its own data under $TMPDIR (or the OS temp dir) and deletes all of it afterwards; a full
 run needs about 4.5 GiB free there for a while and takes 1–3 minutes.
 
-  --json      one JSON object with exactly the five keys; each ratio is {median, min, max}
+  --json      one JSON object with exactly the six keys; each ratio is {median, min, max}
   --quick     tiny sizes and one run (seconds; a smoke test, not a measurement).
               SPILLWAY_BENCH_QUICK=1 does the same.
   --runs N    alternating runs per ratio (default 7, at least 5; 1 with --quick)
@@ -96,6 +96,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
             'peakRssMiBAt2GiB',
             `${result.peakRssMiBAt2GiB.toFixed(1)} MiB    ${verdict('peakRssMiBAt2GiB', result.peakRssMiBAt2GiB)}`,
           ],
+          [
+            'filteringVsSpilling',
+            `${fmtRatio(result.filteringVsSpilling)}    ${verdict('filteringVsSpilling', result.filteringVsSpilling.median)}`,
+          ],
         ]) +
         '\nbehind the figures (medians, min–max):\n' +
         table([
@@ -106,6 +110,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
           ['crc32 alone', mibs(tp.crc32)],
           ['plain fetch+drain', mibs(tp.plain)],
           ['full recovery', mibs(tp.full)],
+          [
+            'rescale 0/2 fetch',
+            `${mibs(d.filtering.filtering)} vs ${mibs(d.filtering.spilling)} unfiltered; ` +
+              `${d.filtering.kept} of ${d.filtering.records} records kept`,
+          ],
           [
             'full − plain',
             `${d.orchestrationMs.median.toFixed(1)} ms (${d.orchestrationMs.min.toFixed(1)}–${d.orchestrationMs.max.toFixed(1)})`,

@@ -22,8 +22,10 @@ ${FAULT_KINDS.filter((k) => k !== 'none')
   .join('\n')}
 Each loop checks that the task's spill files are gone when it ends, that a failure is reported
 with the injected cause (never a cleanup error or an abort's consequence), and that every
-recovered byte arrived exactly once, in order. Needs no arguments: it makes its own checkpoint
-in a temp dir and removes it afterwards.
+recovered byte arrived exactly once, in order. The checkpoint is SPWC v2 with records, and the
+odd slots restore it rescaled, as new subtask 0 of 2 (the filtering handler, judged against
+the records that survive). Needs no arguments: it makes its own checkpoint in a temp dir and
+removes it afterwards.
 
   --tasks N        task slots running at once (default ${DEFAULTS.tasks})
   --loops N        recoveries in all, over all slots (default ${DEFAULTS.loops})
@@ -122,13 +124,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
       stateMb,
       faults,
       seed,
+      rescaled: true,
       ...(inspector ? { inspect: (e) => inspector.inspect(e) } : {}),
     });
     const progress = new PoolProgress(io.err);
     if (progress.enabled && !json) {
       io.err.write(
         `spillway demo: ${tasks} task slots, ${loops} recoveries of a ${mib(box.checkpoint.payloadBytes)} ` +
-          `checkpoint in one spill root, ${faults.length} fault kinds injected (seed ${seed})\n`,
+          `checkpoint in one spill root, ${faults.length} fault kinds injected (seed ${seed}); ` +
+          `odd slots restore rescaled, as subtask 0 of 2\n`,
       );
     }
     let ticks = 0;

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { makeCheckpoint, type MadeCheckpoint } from '../services/checkpoint/generator.ts';
+import { makeRecordCheckpoint } from '../services/checkpoint/record-generator.ts';
 import { fsSeam } from '../services/fs.ts';
 import { SpillRoot } from '../services/spill-root/spill-root.ts';
 import { addSuppressed } from '../services/errors.ts';
@@ -34,6 +35,11 @@ export interface SandboxOptions {
   faults: readonly FaultKind[];
   seed: number;
   inspect?: (event: InspectionEvent) => void;
+  /**
+   * Mix in rescaled recoveries: the checkpoint is SPWC v2 with records (about a thousand per
+   * MiB) and the odd slots restore as new subtask 0 of 2 through the filtering handler.
+   */
+  rescaled?: boolean;
 }
 
 export interface Sandbox {
@@ -80,12 +86,24 @@ export async function openSandbox(options: SandboxOptions): Promise<Sandbox> {
     })());
   try {
     await fsSeam.mkdir(work, { mode: 0o700 });
-    const checkpoint = await makeCheckpoint({
-      out: join(work, 'state.spwc'),
-      mb: options.stateMb,
-      seed: options.seed,
-      maxEntryBytes: 64 * 1024,
-    });
+    const out = join(work, 'state.spwc');
+    const checkpoint =
+      options.rescaled === true
+        ? await makeRecordCheckpoint({
+            out,
+            records: Math.max(16, Math.round(options.stateMb * 1000)),
+            subtasks: 3,
+            gates: 2,
+            channels: 4,
+            seed: options.seed,
+            maxEntryBytes: 64 * 1024,
+          })
+        : await makeCheckpoint({
+            out,
+            mb: options.stateMb,
+            seed: options.seed,
+            maxEntryBytes: 64 * 1024,
+          });
     pool = await TaskManager.create({
       spillRoot: dir,
       checkpoint: checkpoint.path,
@@ -96,6 +114,9 @@ export async function openSandbox(options: SandboxOptions): Promise<Sandbox> {
       limits: SANDBOX_LIMITS,
       privateRoot: true,
       ...(options.inspect ? { inspect: options.inspect } : {}),
+      ...(options.rescaled === true
+        ? { rescale: { subtask: 0, parallelism: 2 }, rescaleSlots: 'odd' as const }
+        : {}),
     });
     return { dir, checkpoint, pool, close };
   } catch (e) {

@@ -1,4 +1,4 @@
-/** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--json]` */
+/** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]` */
 import { recoverChannelState } from '../recover.ts';
 import { channelKey } from '../services/channel.ts';
 import { checkCheckpointFile } from '../services/checkpoint/source.ts';
@@ -11,9 +11,10 @@ import { trapSignals } from './signals.ts';
 import { reportError } from './errors.ts';
 import { progressText } from './progress-text.ts';
 import type { RecoveryProgress } from '../services/progress.ts';
+import { recordRows, rescaleFromArgs, rescaleOptionSpec, rescaleUsage } from './rescale-arg.ts';
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
-                        [--overwrite] [--json]
+                        [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]
 
 Recovers the channel state in CHECKPOINT (SPWC) through fetch → gap → drain and writes
 DIR/gate-<g>-channel-<c>.bin per channel. Spill files go to --spill-root (default
@@ -25,7 +26,7 @@ link found in DIR is ever written through.
 
   --overwrite    replace channel files DIR already holds (by rename: a link there is replaced,
                  never followed); without it such a DIR is refused
-  --json         one JSON object on stdout
+${rescaleUsage}  --json         one JSON object on stdout
 
 Exit codes: 0 ok · 1 recovery failed · 2 bad input or usage · 128+n after signal n
 (129 HUP, 130 INT, 131 QUIT, 140 USR2, 142 ALRM, 143 TERM: cancelled, cleaned up)
@@ -40,6 +41,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       'max-spill-file-bytes': { type: 'string' },
       overwrite: { type: 'boolean' },
       json: { type: 'boolean' },
+      ...rescaleOptionSpec,
     },
     1,
   );
@@ -52,6 +54,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const outDir = stringOption(values, 'out');
   if (outDir === undefined) throw new UsageError('missing --out DIR');
   const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
+  const rescale = rescaleFromArgs(values);
 
   // Bad input is refused before anything is created (exit 2).
   await checkCheckpointFile(checkpoint);
@@ -77,6 +80,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
           progressIntervalMs: 200,
         }
       : {}),
+    ...(rescale !== undefined ? { rescale } : {}),
   });
   try {
     let report;
@@ -107,6 +111,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       replaced: replaced.length,
       staleFiles: stale,
       durationMs: report.durationMs,
+      ...(report.records !== undefined ? { records: report.records } : {}),
     };
     if (values.json) printJson(io, result);
     else {
@@ -117,6 +122,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
             ['bytes', `${result.bytes} (${mib(result.bytes)})`],
             ['spill files', result.spillFiles],
             ['spilled', mib(result.spilledBytes)],
+            ...recordRows(report.records),
             ['time', `${result.durationMs} ms`],
             ['out', outDir],
             ...(replaced.length > 0 ? [['replaced', replaced.length] as [string, number]] : []),

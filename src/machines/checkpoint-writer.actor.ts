@@ -16,6 +16,8 @@ export interface CheckpointWriterInput {
   checkpointId: number;
   out: string;
   reply: CheckpointReply;
+  /** Rescaling: the remainder is a v2 file written as this new subtask. */
+  remainder?: { subtask: number } | undefined;
 }
 
 /**
@@ -46,7 +48,12 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     let result: CheckpointResult | undefined;
     let failure: Error | undefined;
     try {
-      const summary = await writeRemainder(reader, input.out, input.drainer.state.taskDir);
+      const summary = await writeRemainder(
+        reader,
+        input.out,
+        input.drainer.state.taskDir,
+        input.remainder,
+      );
       result = { checkpointId, file: summary.file, channels: summary.channels };
     } catch (error) {
       failure = toError(error);

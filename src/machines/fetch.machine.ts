@@ -44,6 +44,7 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
           checkpoint: services.checkpoint,
           taskDir,
           limits: services.limits,
+          rescale: services.rescale,
           progress: services.progress,
           signal: honourAbort ? signal : new AbortController().signal,
           onFailure: (error) => {

@@ -10,6 +10,7 @@ import type { ChannelConsumer } from '../services/channel.ts';
 import type { Drainer } from '../services/spill/drainer.ts';
 import type { SpillLimits } from '../services/spill/limits.ts';
 import type { ProgressCounters } from '../services/progress.ts';
+import type { RescaleOption } from '../services/rescale/rescale-options.ts';
 
 export type StageName = 'fetch' | 'gap' | 'drain';
 
@@ -32,6 +33,8 @@ export interface TaskServices {
   /** Resolves to this task's dir path (not created) once the spill root is open. */
   readonly taskDir: () => Promise<string>;
   readonly limits: SpillLimits;
+  /** Rescaling: the fetch stage spills through the filtering handler. */
+  readonly rescale?: RescaleOption | undefined;
   /** The counters the stages bump (progress reporting). */
   readonly progress: ProgressCounters;
   /** How long an ending waits for a consumer that has not returned (G11). */

@@ -36,6 +36,7 @@ import { registryActor } from './registry.actor.ts';
 import { checkpointWriter } from './checkpoint-writer.actor.ts';
 import type { TaskServices } from './task-services.ts';
 import type { StageTag } from '../recovery-types.ts';
+import { remainderFormat } from '../services/rescale/rescale-options.ts';
 
 export interface TaskInput {
   services: TaskServices;
@@ -197,6 +198,7 @@ export const taskMachine = setup({
             checkpointId: params.checkpointId,
             out: params.out,
             reply: params.reply,
+            remainder: remainderFormat(context.services.rescale),
           },
         });
       },

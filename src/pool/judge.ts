@@ -237,9 +237,9 @@ export class Judge {
     if (problem !== undefined) this.note(problem);
 
     if (outcome === 'finished') {
-      this.countDeliveryErrors(deliveryProblems(loop, this.channels, end.report));
+      this.countDeliveryErrors(deliveryProblems(loop, loop.expected ?? this.channels, end.report));
     }
-    const checkpoint = await checkCheckpoint(loop, this.channels, outcome);
+    const checkpoint = await checkCheckpoint(loop, loop.expected ?? this.channels, outcome);
     this.countDeliveryErrors(checkpoint.problems);
     if (checkpoint.verified) m.checkpointsVerified++;
     await this.taskDirGone(loop);

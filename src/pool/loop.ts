@@ -2,6 +2,7 @@
  * One loop of the pool: the task id it runs under (which names its task dir, so a path tells
  * which loop it belongs to) and the record its fault injection keeps for the judge.
  */
+import type { ChannelShape } from './shape.ts';
 import type { StartedRecovery as Recovery } from '../recover.ts';
 import type { TaskServices } from '../machines/task-services.ts';
 import type { stageOf } from '../machines/task.machine.ts';
@@ -72,6 +73,8 @@ export interface LoopState {
   tracks: Map<string, ChannelTrack>;
   checkpoint: Promise<CheckpointResult> | undefined;
   checkpointOut: string | undefined;
+  /** What this loop must deliver when it is not the pool's checkpoint as is (rescaled loops). */
+  expected?: readonly ChannelShape[];
 }
 
 /** The record of a loop that has not started its recovery yet. */

@@ -10,6 +10,8 @@ import { crc32 } from '../services/crc32.ts';
 import { SpillwayError } from '../services/errors.ts';
 import { setFsHook } from '../services/fs.ts';
 import type { SpillRoot } from '../services/spill-root/spill-root.ts';
+import { FilteringSpill } from '../services/rescale/filtering-spill.ts';
+import { recordRules, type RescaleOption } from '../services/rescale/rescale-options.ts';
 import { taskDirsOf } from './census.ts';
 import { taskDirMarker } from './loop.ts';
 import type { OpCounts } from './plan.ts';
@@ -33,9 +35,11 @@ export interface Shape {
 
 /**
  * Reads `checkpoint` once: its payload size and each channel's bytes and CRC. `ops` are all 1
- * until {@link measureOps} has run.
+ * until {@link measureOps} has run. With `rescale`, what a rescaled recovery must deliver: the
+ * survivors, through the same filtering handler with a sink that sums instead of spilling.
  */
-export async function readShape(checkpoint: string): Promise<Shape> {
+export async function readShape(checkpoint: string, rescale?: RescaleOption): Promise<Shape> {
+  if (rescale !== undefined) return readRescaledShape(checkpoint, rescale);
   const channels = new Map<string, ChannelShape>();
   let current: ChannelShape | undefined;
   const summary = await readCheckpoint(checkpoint, {
@@ -59,6 +63,41 @@ export async function readShape(checkpoint: string): Promise<Shape> {
   };
 }
 
+async function readRescaledShape(checkpoint: string, rescale: RescaleOption): Promise<Shape> {
+  const channels = new Map<string, ChannelShape>();
+  const shapeOf = (info: { gate: number; channel: number }): ChannelShape => {
+    const key = channelKey(info);
+    let shape = channels.get(key);
+    if (shape === undefined) {
+      shape = { key, gate: info.gate, channel: info.channel, bytes: 0, crc: 0 };
+      channels.set(key, shape);
+    }
+    return shape;
+  };
+  const filter = new FilteringSpill(
+    {
+      maxSegmentBytes: Number.MAX_SAFE_INTEGER,
+      noteChannel: (info) => void shapeOf(info),
+      keepTogether: () => Promise.resolve(),
+      append: (info, bytes) => {
+        const shape = shapeOf(info);
+        shape.crc = crc32(bytes, shape.crc);
+        shape.bytes += bytes.length;
+        return Promise.resolve();
+      },
+    },
+    recordRules(rescale, checkpoint),
+  );
+  await readCheckpoint(checkpoint, filter.visitor());
+  filter.finish();
+  const list = [...channels.values()];
+  return {
+    payloadBytes: list.reduce((n, c) => n + c.bytes, 0),
+    channels: list,
+    ops: { checkpointReads: 1, spillWrites: 1, spillCloses: 1, drainReads: 1, buffers: 1 },
+  };
+}
+
 /**
  * One clean recovery that counts what a loop really does (checkpoint reads, spill writes and
  * closes, drain reads, delivered buffers), so each fault is aimed inside that work whatever
@@ -70,6 +109,7 @@ export async function measureOps(options: {
   spill: SpillRoot;
   limits: Required<SpillLimits>;
   taskId: string;
+  rescale?: RescaleOption | undefined;
 }): Promise<OpCounts> {
   const { checkpoint, spill, limits, taskId: id } = options;
   const inTask = taskDirMarker(id);
@@ -94,6 +134,7 @@ export async function measureOps(options: {
       spillRoot: spill.root,
       limits,
       taskId: id,
+      ...(options.rescale !== undefined ? { rescale: options.rescale } : {}),
       channels: () => ({
         borrows: true,
         onBuffer: () => void ops.buffers++,

@@ -39,6 +39,7 @@ import {
 } from './metrics.ts';
 import { FaultSchedule } from './plan.ts';
 import { measureOps, readShape, type Shape } from './shape.ts';
+import type { RescaleOption } from '../services/rescale/rescale-options.ts';
 
 /** How a pool is set up. */
 export interface TaskManagerOptions {
@@ -73,6 +74,13 @@ export interface TaskManagerOptions {
    * in `<root>/spillway/` besides this process's owner dir counts as leaked too.
    */
   privateRoot?: boolean;
+  /**
+   * Loops recover as this rescaled subtask (the checkpoint must be SPWC v2 with records): the
+   * filtering handler under every fault kind, judged against the survivors' bytes.
+   */
+  rescale?: RescaleOption;
+  /** Which slots rescale when `rescale` is given: all (default), or the odd ones (a mix). */
+  rescaleSlots?: 'all' | 'odd';
 }
 
 /**
@@ -116,6 +124,8 @@ export class TaskManager {
     private readonly spill: SpillRoot,
     private readonly shape: Shape,
     private readonly slotCheckpoints: readonly string[],
+    /** What the rescaled slots must deliver (undefined: no slot rescales). */
+    private readonly rescaledShape: Shape | undefined,
   ) {
     this.tasks = slotCheckpoints.length;
     this.seed = options.seed ?? 1;
@@ -156,7 +166,15 @@ export class TaskManager {
       if (!FAULT_KINDS.includes(k)) throw new RangeError(`unknown fault kind '${k}'`);
     }
     const spill = await SpillRoot.open(options.spillRoot);
-    const shape = await readShape(options.checkpoint);
+    const rescale = options.rescale;
+    const mixed = rescale !== undefined && options.rescaleSlots === 'odd';
+    const shape = await readShape(options.checkpoint, mixed ? undefined : rescale);
+    const rescaledShape =
+      rescale === undefined
+        ? undefined
+        : mixed
+          ? await readShape(options.checkpoint, rescale)
+          : shape;
     const copies: string[] = [];
     try {
       for (let s = 0; s < tasks; s++) {
@@ -168,7 +186,7 @@ export class TaskManager {
       for (const c of copies) await fsSeam.rm(c).catch(() => undefined);
       throw e;
     }
-    const manager = new TaskManager(options, spill, shape, copies);
+    const manager = new TaskManager(options, spill, shape, copies, rescaledShape);
     try {
       await manager.calibrate();
     } catch (e) {
@@ -243,19 +261,33 @@ export class TaskManager {
 
   /** Aims every fault inside what one clean recovery of this checkpoint really does. */
   private async calibrate(): Promise<void> {
-    this.shape.ops = await measureOps({
-      checkpoint: this.slotCheckpoints[0]!,
-      spill: this.spill,
-      limits: this.limits,
-      taskId: `${this.prefix}-calibration`,
-    });
+    for (const rescaled of [false, true]) {
+      const shape = rescaled ? this.rescaledShape : this.shape;
+      if (shape === undefined || (rescaled && shape === this.shape)) continue;
+      shape.ops = await measureOps({
+        checkpoint: this.slotCheckpoints[0]!,
+        spill: this.spill,
+        limits: this.limits,
+        taskId: `${this.prefix}-calibration${rescaled ? '-rescaled' : ''}`,
+        rescale: shape === this.rescaledShape ? this.options.rescale : undefined,
+      });
+    }
+  }
+
+  /** Whether `slot`'s loops are rescaled recoveries. */
+  private rescales(slot: number): boolean {
+    if (this.rescaledShape === undefined) return false;
+    return this.options.rescaleSlots !== 'odd' || slot % 2 === 1;
   }
 
   private async runLoop(slot: number, loop: number, stop: AbortSignal): Promise<void> {
-    const plan = this.schedule.plan(loop, this.shape.ops);
+    const rescaled = this.rescales(slot);
+    const shape = rescaled ? this.rescaledShape! : this.shape;
+    const plan = this.schedule.plan(loop, shape.ops);
     const { kind } = plan;
     const id = loopTaskId(this.prefix, slot, loop);
     const state = newLoopState(id, plan, this.slotCheckpoints[slot]!);
+    if (shape !== this.shape) state.expected = shape.channels;
     this.m.loopsStarted++;
     if (kind !== 'none') this.m.faults[kind] = (this.m.faults[kind] ?? 0) + 1;
     const stats = (this.m.byKind[kind] ??= emptyKindStats());
@@ -274,6 +306,7 @@ export class TaskManager {
         limits: this.limits,
         taskId: id,
         hooks: this.injector.hooks(state),
+        ...(rescaled ? { rescale: this.options.rescale! } : {}),
         ...(this.options.inspect ? { inspect: this.options.inspect } : {}),
       });
       state.recovery = recovery;

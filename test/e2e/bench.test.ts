@@ -1,6 +1,6 @@
 /**
  * `spillway bench` end to end, in its smoke mode: the command runs every measurement on tiny
- * data, prints the five figures under their exact names, and leaves nothing in its temp dir.
+ * data, prints the six figures under their exact names, and leaves nothing in its temp dir.
  * Timings are never asserted (they flake on a shared machine); only shape and cleanliness.
  */
 import { readdir } from 'node:fs/promises';
@@ -19,17 +19,23 @@ const FIGURES = [
   'recoverVsPlain',
   'cancelCleanupP99Ms',
   'peakRssMiBAt2GiB',
+  'filteringVsSpilling',
 ];
 
 describe('spillway bench', () => {
-  it('--quick --json prints exactly the five figures as finite numbers and leaves TMPDIR empty', async () => {
+  it('--quick --json prints exactly the six figures as finite numbers and leaves TMPDIR empty', async () => {
     const tmp = await makeTempRoot();
     const run = await runCli(['bench', '--quick', '--json'], { TMPDIR: tmp });
     expect(run.code, run.stderr).toBe(0);
     expect(lines(run.stdout)).toHaveLength(1);
     const result = JSON.parse(run.stdout) as Record<string, unknown>;
     expect(Object.keys(result)).toEqual(FIGURES);
-    for (const key of ['spillVsRawWrite', 'drainVsRawRead', 'recoverVsPlain']) {
+    for (const key of [
+      'spillVsRawWrite',
+      'drainVsRawRead',
+      'recoverVsPlain',
+      'filteringVsSpilling',
+    ]) {
       const ratio = result[key] as Record<string, number>;
       expect(Object.keys(ratio), key).toEqual(['median', 'min', 'max']);
       for (const v of Object.values(ratio)) {

@@ -52,7 +52,7 @@ const edit = (f: (b: Buffer) => void): Buffer => {
 /** Each class: how to corrupt the valid file, and the byte offset the error must name. */
 const classes: [string, () => { bytes: Buffer; offset: number }][] = [
   ['bad magic', () => ({ bytes: edit((b) => b.write('SPWX', 0, 'latin1')), offset: 0 })],
-  ['bad version', () => ({ bytes: edit((b) => b.writeUInt32BE(2, 4)), offset: 4 })],
+  ['bad version', () => ({ bytes: edit((b) => b.writeUInt32BE(3, 4)), offset: 4 })],
   [
     'a negative length',
     () => ({

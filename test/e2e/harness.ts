@@ -43,6 +43,16 @@ export async function runCli(args: string[], env?: NodeJS.ProcessEnv): Promise<F
   return { code, signal, stdout: child.stdout, stderr: child.stderr };
 }
 
+/** Runs `spillway recover file --out out --spill-root root ...extra` to its end. */
+export function runRecover(
+  file: string,
+  out: string,
+  root: string,
+  extra: string[] = [],
+): Promise<Finished> {
+  return runCli(['recover', file, '--out', out, '--spill-root', root, ...extra]);
+}
+
 /** Every path under `dir` (relative, sorted), without following symlinks; [] if it is gone. */
 export async function listTree(dir: string): Promise<string[]> {
   const out: string[] = [];

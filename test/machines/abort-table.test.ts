@@ -24,6 +24,7 @@ import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import type { TaskServices } from '../../src/machines/task-services.ts';
 import { deferred, macrotasks, pauseOn, settle, until } from '../helpers/async.ts';
 import { SMALL_LIMITS } from '../helpers/checkpoints.ts';
+import { modeOptions } from '../helpers/spill-mode.ts';
 import {
   codeOf,
   errorTree,
@@ -55,9 +56,11 @@ function recordOps(part: string): { op: FsOp; path: string }[] {
 /** The payload offset of the last non-empty entry of a checkpoint, and its length. */
 async function lastPayload(path: string): Promise<{ offset: number; length: number }> {
   let last = { offset: -1, length: 0 };
+  let header = 16;
   await readCheckpoint(path, {
+    onVersion: (version) => void (header = version === 2 ? 20 : 16),
     onEntry(_gate, _channel, length, offset) {
-      if (length > 0) last = { offset: offset + 16, length };
+      if (length > 0) last = { offset: offset + header, length };
     },
     onPayload() {},
   });
@@ -137,6 +140,7 @@ describe('abort table: fetch (F)', () => {
         limits: SMALL_LIMITS,
         signal: new AbortController().signal,
         onTaskDirAcquired: () => (acquired = true), // an owner that never cleans anything
+        ...modeOptions(),
       }),
     );
     expect(codeOf(error)).toBe('ENOSPC');
@@ -174,6 +178,7 @@ describe('abort table: fetch (F)', () => {
         limits: { ...SMALL_LIMITS, maxSpillFileBytes: 1024 * 1024 },
         signal: new AbortController().signal,
         onTaskDirAcquired: () => {},
+        ...modeOptions(),
       }),
     );
     expect(codeOf(error)).toBe('EIO');

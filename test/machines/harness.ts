@@ -20,7 +20,8 @@ import { resetFsSeam } from '../../src/services/fs.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { suppressedOf } from '../../src/services/errors.ts';
 import { macrotasks } from '../helpers/async.ts';
-import { SMALL_LIMITS, channelBytes, makeSmallCheckpoint } from '../helpers/checkpoints.ts';
+import { SMALL_LIMITS } from '../helpers/checkpoints.ts';
+import { makeModeCheckpoint, modeOptions } from '../helpers/spill-mode.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 const roots: string[] = [];
@@ -45,25 +46,31 @@ export interface Fixture {
   root: string;
   checkpoint: string;
   made: MadeCheckpoint;
-  /** Each channel's recovered bytes, from the checkpoint itself. */
+  /**
+   * Each channel's recovered bytes, from the checkpoint itself (in filtering mode: the
+   * survivors, from the reference filter; `made` then describes those too).
+   */
   original: Map<string, Buffer>;
 }
 
-/** A real checkpoint (default 512 KiB over 2×3 channels) and a fresh spill root. */
+/**
+ * A real checkpoint (default 512 KiB over 2×3 channels) and a fresh spill root; a v2 record
+ * checkpoint in filtering mode (test/helpers/spill-mode.ts).
+ */
 export async function fixture(
   options: { kib?: number; seed?: number; gates?: number; channels?: number } = {},
 ): Promise<Fixture> {
   const dir = await makeTempRoot();
   const root = await makeTempRoot();
   roots.push(root);
-  const made = await makeSmallCheckpoint(dir, {
+  const { made, original } = await makeModeCheckpoint(dir, {
     kib: options.kib ?? 512,
     seed: options.seed ?? 1,
     gates: options.gates ?? 2,
     channels: options.channels ?? 3,
     maxEntryBytes: 24 * 1024,
   });
-  return { dir, root, checkpoint: made.path, made, original: await channelBytes(made.path) };
+  return { dir, root, checkpoint: made.path, made, original };
 }
 
 /** One channel's deliveries and barriers, in the order the consumer saw them. */
@@ -152,6 +159,7 @@ export function start(
     spillRoot: fx.root,
     limits: SMALL_LIMITS,
     channels: recorder().channels,
+    ...modeOptions(),
     ...rest,
     inspect: (e) => {
       if (e.type === '@xstate.event') {

@@ -7,7 +7,8 @@
  * `model coverage: transitions X/Y, abort paths A/B clean`.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
+import { suiteCheckpoint } from '../helpers/checkpoints.ts';
+import { makeModeCheckpoint, modeOptions } from '../helpers/spill-mode.ts';
 import { traverseModel, transitionsOf } from './paths.ts';
 import { replayPath } from './replay.ts';
 
@@ -15,7 +16,19 @@ const traversal = traverseModel();
 const abortPaths = traversal.paths.filter((p) => p.isAbort);
 /** What the path tests that passed in this run walked: for the printed line only. */
 const ran = { walked: new Set<string>(), cleanAborts: 0 };
-const input = suiteCheckpoint((dir) => makeSmallCheckpoint(dir));
+// makeSmallCheckpoint's defaults; in filtering mode a v2 record checkpoint of the same size.
+const input = suiteCheckpoint(
+  async (dir) =>
+    (
+      await makeModeCheckpoint(dir, {
+        kib: 128,
+        seed: 7,
+        gates: 1,
+        channels: 3,
+        maxEntryBytes: 6 * 1024,
+      })
+    ).made,
+);
 
 afterAll(() => {
   const covered = traversal.transitions.filter((t) => ran.walked.has(t)).length;
@@ -42,7 +55,7 @@ describe('every model path replayed on the real task keeps G1, G2, G3 and G5', (
   for (const path of traversal.paths) {
     it(`${path.ending}: ${path.name}`, async () => {
       // The oracle throws on the first broken promise; returning means this path is clean.
-      const outcome = await replayPath(path, { fixture: input.made });
+      const outcome = await replayPath(path, { fixture: input.made, ...modeOptions() });
       if (path.isAbort) expect(outcome.error).toBeInstanceOf(Error);
       else expect(outcome.report?.bytesDelivered).toBe(input.made.payloadBytes);
       for (const t of transitionsOf(path)) ran.walked.add(t);

@@ -34,6 +34,7 @@ import {
 } from '../../src/services/errors.ts';
 import { makeFsError, resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
 import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import type { RescaleOption } from '../../src/services/rescale/rescale-options.ts';
 import type { ModelPath } from './paths.ts';
 import { INITIAL_STATE, stateKey } from './paths.ts';
 import type { SpecEventType } from './spec.machine.ts';
@@ -110,6 +111,11 @@ export interface ReplayOptions {
   machine?: typeof taskMachine;
   /** How long a promise that must settle may take before it counts as a hang. */
   hangMs?: number;
+  /**
+   * Rescaling (filtering mode): `fixture.payloadBytes` and `fixture.channels` are then what
+   * the filtering recovery must deliver.
+   */
+  rescale?: RescaleOption;
 }
 
 /** What one replay saw; thrown violations carry the rest. */
@@ -274,6 +280,7 @@ class Replay {
         };
       },
       ...(this.options.machine ? { machine: this.options.machine } : {}),
+      ...(this.options.rescale ? { rescale: this.options.rescale } : {}),
     });
     // Taken synchronously in the first callback on `done`: G1 is about that instant.
     const done = outcomeWithListing(this.recovery.done, this.spillRoot).then(

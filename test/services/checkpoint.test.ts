@@ -150,6 +150,7 @@ describe('readCheckpoint: test vectors (test/fixtures/vectors)', () => {
       expect(got.summary).toEqual({
         entries: got.entries.length,
         payloadBytes: payload,
+        version: 1,
         fileBytes: size,
       });
       expect(got.summary.fileBytes).toBe(8 + 16 * got.entries.length + payload);
@@ -285,9 +286,9 @@ describe('readCheckpoint: every corrupt class, edited from a valid file', () => 
     },
     {
       name: 'bad version',
-      edit: (b) => void b.writeUInt32BE(2, 4),
+      edit: (b) => void b.writeUInt32BE(3, 4),
       offset: 4,
-      reason: /version 2/,
+      reason: /version 3/,
     },
     {
       name: 'negative gate',
@@ -440,6 +441,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     expect(summary).toEqual({
       entries: made.entries,
       payloadBytes: 64 * MIB,
+      version: 1,
       fileBytes: made.fileBytes,
     });
     // One read per MiB of file plus the read that sees EOF.
@@ -713,6 +715,7 @@ describe('makeCheckpoint', () => {
     expect(got.summary).toEqual({
       entries: made.entries,
       payloadBytes: made.payloadBytes,
+      version: 1,
       fileBytes: made.fileBytes,
     });
     const lengths = got.entries.map((e) => e.length);

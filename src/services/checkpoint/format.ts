@@ -1,9 +1,10 @@
 /**
- * Checkpoint file v1 (`SPWC`, docs/formats.md): the layout and its limits, shared by the reader,
- * the writer and the generator.
+ * Checkpoint files v1 and v2 (`SPWC`, docs/formats.md): the layout and its limits, shared by
+ * the reader, the writer and the generator.
  *
- * Layout (big-endian): `"SPWC"`, `uint32 version = 1`, then entries until EOF, each
- * `int32 gate, int32 channel, int32 length, uint32 crc32(payload), payload`.
+ * Layout (big-endian): `"SPWC"`, `uint32 version` (1 or 2), then entries until EOF, each
+ * `int32 gate, int32 channel, int32 length, uint32 crc32(payload), payload`; a v2 entry is led
+ * by `int32 subtask` (the old subtask that wrote it) before `gate`.
  */
 import type { CorruptCheckpointError } from '../errors.ts';
 
@@ -18,7 +19,7 @@ import type { CorruptCheckpointError } from '../errors.ts';
 export const CHECKPOINT_MAGIC: Buffer = Buffer.from('SPWC', 'latin1');
 
 /**
- * The only version this code reads and writes.
+ * The version written by default: v1, whose entries carry no subtask.
  *
  * @example
  * ```ts
@@ -26,6 +27,47 @@ export const CHECKPOINT_MAGIC: Buffer = Buffer.from('SPWC', 'latin1');
  * ```
  */
 export const CHECKPOINT_VERSION = 1;
+
+/**
+ * The rescalable version: each entry is led by the old subtask that wrote it.
+ *
+ * @example
+ * ```ts
+ * const writer = await CheckpointWriter.create(path, { version: CHECKPOINT_VERSION_V2 });
+ * ```
+ */
+export const CHECKPOINT_VERSION_V2 = 2;
+
+/** A checkpoint file version this code reads and writes. */
+export type CheckpointVersion = typeof CHECKPOINT_VERSION | typeof CHECKPOINT_VERSION_V2;
+
+/**
+ * Size of a v2 entry's extra leading field (`int32 subtask`).
+ *
+ * @example
+ * ```ts
+ * const headerBytes = ENTRY_HEADER_BYTES + (version === 2 ? SUBTASK_FIELD_BYTES : 0); // 20
+ * ```
+ */
+export const SUBTASK_FIELD_BYTES = 4;
+
+/**
+ * Largest valid old-subtask index of a v2 entry (`0 ≤ subtask < 32768`, Flink's largest
+ * parallelism).
+ *
+ * @example
+ * ```ts
+ * if (subtask > MAX_SUBTASK) throw new RangeError('subtask out of range');
+ * ```
+ */
+export const MAX_SUBTASK = 32767;
+
+/** The entry header size of a file of `version`: 16 bytes in v1, 20 in v2. */
+export function entryHeaderBytes(version: CheckpointVersion): number {
+  return version === CHECKPOINT_VERSION_V2
+    ? ENTRY_HEADER_BYTES + SUBTASK_FIELD_BYTES
+    : ENTRY_HEADER_BYTES;
+}
 
 /**
  * Size of the file header (magic + version).
@@ -38,7 +80,7 @@ export const CHECKPOINT_VERSION = 1;
 export const CHECKPOINT_HEADER_BYTES = 8;
 
 /**
- * Size of an entry header (gate, channel, length, crc32).
+ * Size of a v1 entry header (gate, channel, length, crc32); a v2 one adds the subtask.
  *
  * @example
  * ```ts

@@ -58,7 +58,7 @@ export interface MadeCheckpoint {
  * xorshift128 (Marsaglia) seeded by splitmix32: tiny, fast in 32-bit JS integer arithmetic, and
  * identical on every platform, which is all a test-data generator needs.
  */
-class Xorshift128 {
+export class Xorshift128 {
   private x: number;
   private y: number;
   private z: number;

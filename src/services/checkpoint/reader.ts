@@ -1,5 +1,5 @@
 /**
- * The streaming checkpoint reader: validates every field of an SPWC v1 file while handing its
+ * The streaming checkpoint reader: validates every field of an SPWC v1 or v2 file while handing its
  * payload to a visitor, one reused buffer at a time. Every byte goes through `fsSeam`, so
  * fault-injection tests reach all of it.
  */
@@ -9,12 +9,16 @@ import { openCheckpointFile } from './source.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,
-  ENTRY_HEADER_BYTES,
+  CHECKPOINT_VERSION_V2,
   MAX_CHANNEL,
   MAX_ENTRY_LENGTH,
   MAX_GATE,
+  MAX_SUBTASK,
+  SUBTASK_FIELD_BYTES,
   checkMagic,
+  entryHeaderBytes,
   hex32,
+  type CheckpointVersion,
 } from './format.ts';
 
 const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;
@@ -33,8 +37,19 @@ const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;
  * ```
  */
 export interface CheckpointVisitor {
-  /** A new entry starts; `offset` = byte offset of its header. */
-  onEntry(gate: number, channel: number, length: number, offset: number): void | Promise<void>;
+  /**
+   * A new entry starts; `offset` = byte offset of its header, `subtask` = the old subtask that
+   * wrote it (always 0 in a v1 file, which has no such field).
+   */
+  onEntry(
+    gate: number,
+    channel: number,
+    length: number,
+    offset: number,
+    subtask: number,
+  ): void | Promise<void>;
+  /** The file header was read: the file's version (called once, before the first entry). */
+  onVersion?(version: CheckpointVersion): void;
   /**
    * Next piece of the current entry's payload. The buffer is only valid during the call (it is
    * reused). Never called with an empty chunk. `crc` is the CRC-32 of `chunk`: the reader
@@ -59,6 +74,8 @@ export interface CheckpointSummary {
   payloadBytes: number;
   /** Size of the file in bytes. */
   fileBytes: number;
+  /** The file's format version. */
+  version: CheckpointVersion;
 }
 
 /**
@@ -133,7 +150,11 @@ export async function readCheckpoint(
     // One buffer for the whole file: the visitor only borrows slices of it.
     const buf = Buffer.allocUnsafe(chunkBytes);
     // Headers may straddle reads (any chunk size is allowed), so they are assembled here.
-    const header = Buffer.alloc(ENTRY_HEADER_BYTES);
+    const header = Buffer.alloc(entryHeaderBytes(CHECKPOINT_VERSION_V2));
+    let version: CheckpointVersion = CHECKPOINT_VERSION;
+    let entryHeaderSize = entryHeaderBytes(version);
+    // Where gate, channel, length and crc start in the header: after the subtask in v2.
+    let fields = 0;
     let headerFill = 0;
     let state: ReadState = 'fileHeader';
     let filePos = 0;
@@ -148,7 +169,7 @@ export async function readCheckpoint(
     const checkCrc = (): void => {
       if (crc !== expectedCrc) {
         throw corrupt(
-          entryOffset + 12,
+          entryOffset + fields + 12,
           `crc32 mismatch: header says ${hex32(expectedCrc)}, payload has ${hex32(crc)}`,
         );
       }
@@ -181,7 +202,7 @@ export async function readCheckpoint(
           continue;
         }
 
-        const need = state === 'fileHeader' ? CHECKPOINT_HEADER_BYTES : ENTRY_HEADER_BYTES;
+        const need = state === 'fileHeader' ? CHECKPOINT_HEADER_BYTES : entryHeaderSize;
         if (headerFill === 0 && state === 'entryHeader') entryOffset = base + i;
         const take = Math.min(need - headerFill, n - i);
         buf.copy(header, headerFill, i, i + take);
@@ -191,10 +212,17 @@ export async function readCheckpoint(
           // Checked as soon as bytes arrive so that a short non-checkpoint reads as "bad magic".
           checkMagic(header, headerFill, corrupt);
           if (headerFill < need) continue;
-          const version = header.readUInt32BE(4);
-          if (version !== CHECKPOINT_VERSION) {
-            throw corrupt(4, `unsupported version ${version} (expected ${CHECKPOINT_VERSION})`);
+          const found = header.readUInt32BE(4);
+          if (found !== CHECKPOINT_VERSION && found !== CHECKPOINT_VERSION_V2) {
+            throw corrupt(
+              4,
+              `unsupported version ${found} (expected ${CHECKPOINT_VERSION} or ${CHECKPOINT_VERSION_V2})`,
+            );
           }
+          version = found;
+          entryHeaderSize = entryHeaderBytes(version);
+          fields = version === CHECKPOINT_VERSION_V2 ? SUBTASK_FIELD_BYTES : 0;
+          visitor.onVersion?.(version);
           headerFill = 0;
           state = 'entryHeader';
           continue;
@@ -202,24 +230,32 @@ export async function readCheckpoint(
         if (headerFill < need) continue;
         headerFill = 0;
 
-        const gate = header.readInt32BE(0);
-        const channel = header.readInt32BE(4);
-        entryLength = header.readInt32BE(8);
-        expectedCrc = header.readUInt32BE(12);
+        // A v1 entry counts as written by subtask 0 (DESIGN.md §3).
+        const subtask = fields === 0 ? 0 : header.readInt32BE(0);
+        const gate = header.readInt32BE(fields);
+        const channel = header.readInt32BE(fields + 4);
+        entryLength = header.readInt32BE(fields + 8);
+        expectedCrc = header.readUInt32BE(fields + 12);
+        if (subtask < 0 || subtask > MAX_SUBTASK) {
+          throw corrupt(entryOffset, `subtask ${subtask} out of range 0..${MAX_SUBTASK}`);
+        }
         if (gate < 0 || gate > MAX_GATE) {
-          throw corrupt(entryOffset, `gate ${gate} out of range 0..${MAX_GATE}`);
+          throw corrupt(entryOffset + fields, `gate ${gate} out of range 0..${MAX_GATE}`);
         }
         if (channel < 0 || channel > MAX_CHANNEL) {
-          throw corrupt(entryOffset + 4, `channel ${channel} out of range 0..${MAX_CHANNEL}`);
+          throw corrupt(
+            entryOffset + fields + 4,
+            `channel ${channel} out of range 0..${MAX_CHANNEL}`,
+          );
         }
         if (entryLength < 0 || entryLength > MAX_ENTRY_LENGTH) {
           throw corrupt(
-            entryOffset + 8,
+            entryOffset + fields + 8,
             `entry length ${entryLength} out of range 0..${MAX_ENTRY_LENGTH}`,
           );
         }
         entries++;
-        await visitor.onEntry(gate, channel, entryLength, entryOffset);
+        await visitor.onEntry(gate, channel, entryLength, entryOffset, subtask);
         remaining = entryLength;
         crc = 0;
         if (entryLength === 0) {
@@ -248,10 +284,10 @@ export async function readCheckpoint(
     if (headerFill > 0) {
       throw corrupt(
         entryOffset,
-        `truncated entry header: ${headerFill} of ${ENTRY_HEADER_BYTES} bytes present`,
+        `truncated entry header: ${headerFill} of ${entryHeaderSize} bytes present`,
       );
     }
-    return { entries, payloadBytes, fileBytes: filePos };
+    return { entries, payloadBytes, fileBytes: filePos, version };
   } catch (e) {
     primary = e;
     options.onFailure?.(e);

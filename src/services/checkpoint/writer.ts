@@ -1,5 +1,5 @@
 /**
- * The checkpoint writer: SPWC v1 files entry by entry, with coalesced, double-buffered writes.
+ * The checkpoint writer: SPWC v1 and v2 files entry by entry, with coalesced, double-buffered writes.
  */
 import { crc32 } from '../crc32.ts';
 import { MisuseError, addSuppressed } from '../errors.ts';
@@ -8,10 +8,13 @@ import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_MAGIC,
   CHECKPOINT_VERSION,
-  ENTRY_HEADER_BYTES,
+  CHECKPOINT_VERSION_V2,
   MAX_CHANNEL,
   MAX_ENTRY_LENGTH,
   MAX_GATE,
+  MAX_SUBTASK,
+  entryHeaderBytes,
+  type CheckpointVersion,
 } from './format.ts';
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
@@ -49,30 +52,42 @@ export class CheckpointWriter {
   private closed = false;
   private closing: Promise<void> | undefined;
 
+  private readonly entryHeader: number;
+
   private constructor(
     /** The path the checkpoint is written to. */
     readonly path: string,
     private readonly file: SeamFile,
+    /** The file's format version: v2 entries carry the subtask that wrote them. */
+    readonly version: CheckpointVersion,
   ) {
+    this.entryHeader = entryHeaderBytes(version);
     // The header is buffered, not written: a writer that fails before its first flush makes
     // no write call at all.
     CHECKPOINT_MAGIC.copy(this.buffer, 0);
-    this.buffer.writeUInt32BE(CHECKPOINT_VERSION, 4);
+    this.buffer.writeUInt32BE(version, 4);
     this.fill = CHECKPOINT_HEADER_BYTES;
     this.written = CHECKPOINT_HEADER_BYTES;
   }
 
   /**
    * Creates `path` exclusively (`'wx'`: an existing file is an `EEXIST` error, never
-   * overwritten) and returns a writer for it.
+   * overwritten) and returns a writer for it; `version` 2 writes the rescalable format.
    *
    * @example
    * ```ts
    * const writer = await CheckpointWriter.create(join(dir, 'job.spwc'));
    * ```
    */
-  static async create(path: string): Promise<CheckpointWriter> {
-    return new CheckpointWriter(path, await fsSeam.open(path, 'wx'));
+  static async create(
+    path: string,
+    options: { version?: CheckpointVersion } = {},
+  ): Promise<CheckpointWriter> {
+    const version = options.version ?? CHECKPOINT_VERSION;
+    if (version !== CHECKPOINT_VERSION && version !== CHECKPOINT_VERSION_V2) {
+      throw new RangeError(`version must be 1 or 2, got ${String(version)}`);
+    }
+    return new CheckpointWriter(path, await fsSeam.open(path, 'wx'), version);
   }
 
   /**
@@ -92,14 +107,23 @@ export class CheckpointWriter {
   /**
    * Appends one entry. Throws `RangeError` for a gate or channel outside `0..65535` or a
    * payload over `MAX_ENTRY_LENGTH`, `MisuseError` after close or on overlapping calls. The
-   * payload is copied or written before this resolves, so the caller may reuse it.
+   * payload is copied or written before this resolves, so the caller may reuse it. `subtask`
+   * (the old subtask that wrote the entry) is written in a v2 file; a v1 file takes only 0.
    *
    * @example
    * ```ts
    * await writer.append(7, 3, Buffer.alloc(0)); // zero-length entries are valid
+   * await v2writer.append(0, 1, records, 5); // written by old subtask 5
    * ```
    */
-  async append(gate: number, channel: number, payload: Buffer): Promise<void> {
+  async append(gate: number, channel: number, payload: Buffer, subtask = 0): Promise<void> {
+    // v1 has no subtask field: anything but 0 would be silently lost.
+    const maxSubtask = this.version === CHECKPOINT_VERSION_V2 ? MAX_SUBTASK : 0;
+    if (!Number.isInteger(subtask) || subtask < 0 || subtask > maxSubtask) {
+      throw new RangeError(
+        `subtask must be an integer in 0..${maxSubtask} in a v${this.version} file, got ${subtask}`,
+      );
+    }
     if (!Number.isInteger(gate) || gate < 0 || gate > MAX_GATE) {
       throw new RangeError(`gate must be an integer in 0..${MAX_GATE}, got ${gate}`);
     }
@@ -114,13 +138,17 @@ export class CheckpointWriter {
     this.enter('append');
     try {
       if (this.failure !== undefined) throw this.failure.error;
-      if (this.fill + ENTRY_HEADER_BYTES > this.buffer.length) await this.flush();
-      const h = this.fill;
+      if (this.fill + this.entryHeader > this.buffer.length) await this.flush();
+      let h = this.fill;
+      if (this.version === CHECKPOINT_VERSION_V2) {
+        this.buffer.writeInt32BE(subtask, h);
+        h += 4;
+      }
       this.buffer.writeInt32BE(gate, h);
       this.buffer.writeInt32BE(channel, h + 4);
       this.buffer.writeInt32BE(payload.length, h + 8);
       this.buffer.writeUInt32BE(crc32(payload), h + 12);
-      this.fill += ENTRY_HEADER_BYTES;
+      this.fill += this.entryHeader;
       if (payload.length <= this.buffer.length - this.fill) {
         payload.copy(this.buffer, this.fill);
         this.fill += payload.length;
@@ -135,7 +163,7 @@ export class CheckpointWriter {
         payload.copy(this.buffer, 0);
         this.fill = payload.length;
       }
-      this.written += ENTRY_HEADER_BYTES + payload.length;
+      this.written += this.entryHeader + payload.length;
     } finally {
       this.busy = false;
     }

@@ -9,6 +9,8 @@ import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
 import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
+import { FilteringSpill, type RecordReport } from '../rescale/filtering-spill.ts';
+import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
 
 export interface FetchStageInput {
   checkpoint: string;
@@ -29,6 +31,11 @@ export interface FetchStageInput {
   onFailure?: (error: unknown) => void;
   /** Counters the stage bumps as it reads and spills (coalesced by whoever watches). */
   progress?: ProgressCounters;
+  /**
+   * Rescaling: spill only the records that survive (the filtering handler) instead of every
+   * byte verbatim.
+   */
+  rescale?: RescaleOption;
 }
 
 /** What the fetch stage reports once its state is handed on. */
@@ -40,6 +47,8 @@ export interface FetchStageResult {
   spilledBytes: number;
   payloadBytes: number;
   entries: number;
+  /** Records read, kept and dropped: only when rescaling. */
+  records?: RecordReport;
 }
 
 /**
@@ -76,19 +85,27 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
   signal.addEventListener('abort', onAbort, { once: true });
   try {
     let current = { gate: 0, channel: 0 };
+    const onChunk = (chunk: Buffer): void => {
+      if (progress !== undefined) {
+        progress.bytesRead += chunk.length;
+        progress.bytesSpilled = writer.spilledBytes;
+        progress.spillFiles = writer.fileCount;
+      }
+    };
+    // Rescaling swaps in the filtering handler over the same writer (Flink's handler factory).
+    const filter =
+      input.rescale === undefined
+        ? undefined
+        : new FilteringSpill(writer, recordRules(input.rescale, input.checkpoint));
     const summary = await readCheckpoint(
       input.checkpoint,
-      {
+      filter?.visitor(onChunk) ?? {
         onEntry(gate, channel) {
           current = { gate, channel };
           writer.noteChannel(current);
         },
         onPayload(chunk, crc) {
-          if (progress !== undefined) {
-            progress.bytesRead += chunk.length;
-            progress.bytesSpilled = writer.spilledBytes;
-            progress.spillFiles = writer.fileCount;
-          }
+          onChunk(chunk);
           // The reader's CRC of the chunk becomes the segments' CRCs: one hash pass, not two.
           return writer.append(current, chunk, crc);
         },
@@ -102,6 +119,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
           : {}),
       },
     );
+    filter?.finish();
     const state = await writer.close();
     if (progress !== undefined) {
       progress.bytesSpilled = writer.spilledBytes;
@@ -115,6 +133,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       spilledBytes: writer.spilledBytes,
       payloadBytes: summary.payloadBytes,
       entries: summary.entries,
+      ...(filter !== undefined ? { records: { ...filter.counts } } : {}),
     };
   } catch (caught) {
     report(caught);

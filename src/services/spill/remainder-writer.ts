@@ -27,6 +27,9 @@ export interface RemainderSummary {
  * removes it, never a truncated checkpoint at `out`; and a cancel that deletes the task dir
  * takes the partial file with it.
  *
+ * With `v2` the file is SPWC v2, every entry naming `v2.subtask` as the subtask that wrote it:
+ * the remainder of a rescaled recovery, whose spilled bytes are the survivors' records.
+ *
  * @example
  * ```ts
  * const reader = drainer.snapshotAndInsertBarriers(7);
@@ -37,6 +40,7 @@ export async function writeRemainder(
   reader: SpillReader,
   out: string,
   stagingDir?: string,
+  v2?: { subtask: number },
 ): Promise<RemainderSummary> {
   const target =
     stagingDir === undefined
@@ -56,8 +60,8 @@ export async function writeRemainder(
         pieces.push(b);
       }
       const body = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
-      writer ??= await CheckpointWriter.create(target);
-      await writer.append(segment.gate, segment.channel, body);
+      writer ??= await CheckpointWriter.create(target, v2 !== undefined ? { version: 2 } : {});
+      await writer.append(segment.gate, segment.channel, body, v2?.subtask ?? 0);
       const key = channelKey(segment);
       const entry = perChannel.get(key) ?? {
         gate: segment.gate,

@@ -61,7 +61,8 @@ export interface SpillWriterOptions {
  */
 export class SpillWriter {
   readonly taskDir: string;
-  private readonly maxSegmentBytes: number;
+  /** A segment (header + body) never exceeds this. */
+  readonly maxSegmentBytes: number;
   private readonly maxSpillFileBytes: number;
   private readonly onFirstAcquire: ((writer: SpillWriter) => void) | undefined;
   private readonly onWriteFailure: ((error: unknown) => void) | undefined;
@@ -193,6 +194,23 @@ export class SpillWriter {
       piece.copy(this.buffer, this.pendingEnd + this.segmentLength);
       this.segmentLength += n;
       offset += n;
+    }
+  }
+
+  /**
+   * Starts a new segment unless the open one (of `info`) still has room for `bytes` more, so
+   * the next `bytes` appended to `info` land in one segment if they fit in one at all. The
+   * filtering handler keeps each record inside one segment this way: drained a segment per
+   * buffer, a checkpoint then always cuts between records.
+   */
+  async keepTogether(info: ChannelInfo, bytes: number): Promise<void> {
+    if (
+      this.segmentLength > SEGMENT_HEADER_BYTES &&
+      info.gate === this.segmentGate &&
+      info.channel === this.segmentChannel &&
+      this.segmentLength + bytes > this.maxSegmentBytes
+    ) {
+      await this.sealSegment();
     }
   }
 

@@ -1,0 +1,69 @@
+/**
+ * `--rescale I/P[/M]` and `--key-bytes K` of `spillway recover`, and how a rescaled run's
+ * record counts are shown. Bad values are a `UsageError` (exit 2).
+ */
+import type { RecordReport } from '../services/rescale/filtering-spill.ts';
+import type { RescaleTarget } from '../services/rescale/key-groups.ts';
+import { resolveRescaleTarget } from '../services/rescale/rescale-options.ts';
+import { intOption, stringOption, UsageError, type OptionSpec, type Parsed } from './args.ts';
+
+/** The options this module reads, for the command's `parse` spec. */
+export const rescaleOptionSpec: OptionSpec = {
+  rescale: { type: 'string' },
+  'key-bytes': { type: 'string' },
+};
+
+/** The usage lines of the two options. */
+export const rescaleUsage = `  --rescale I/P[/M]  restore as new subtask I of parallelism P (max parallelism M, default
+                     Flink's rule): keep only the records whose key group maps to I
+  --key-bytes K      with --rescale: the key is each record's first K bytes (default 8)
+`;
+
+/**
+ * The rescale target the options ask for, or undefined without `--rescale`.
+ *
+ * @example
+ * ```ts
+ * rescaleFromArgs({ rescale: '1/4/128' }); // { subtask: 1, parallelism: 4, maxParallelism: 128, … }
+ * ```
+ */
+export function rescaleFromArgs(values: Parsed['values']): RescaleTarget | undefined {
+  const raw = stringOption(values, 'rescale');
+  if (raw === undefined) {
+    if (values['key-bytes'] !== undefined) throw new UsageError('--key-bytes needs --rescale');
+    return undefined;
+  }
+  const m = /^(\d+)\/(\d+)(?:\/(\d+))?$/.exec(raw);
+  if (m === null) throw new UsageError(`--rescale must be I/P or I/P/M, got '${raw}'`);
+  const keyBytes = intOption(values, 'key-bytes', 8, { max: 65536 });
+  try {
+    return resolveRescaleTarget({
+      subtask: Number(m[1]),
+      parallelism: Number(m[2]),
+      ...(m[3] !== undefined ? { maxParallelism: Number(m[3]) } : {}),
+      keyBytes,
+    });
+  } catch (e) {
+    // The library names the field; the command line names the flag.
+    throw new UsageError(
+      `--rescale ${raw}: ${(e as Error).message.replace(/^options\.rescale\./, '')}`,
+    );
+  }
+}
+
+/**
+ * The table rows of a rescaled run's record counts (none without rescaling).
+ *
+ * @example
+ * ```ts
+ * recordRows({ read: 200, kept: 105, dropped: 95 }); // [['records read', 200], …]
+ * ```
+ */
+export function recordRows(records: RecordReport | undefined): [string, number][] {
+  if (records === undefined) return [];
+  return [
+    ['records read', records.read],
+    ['records kept', records.kept],
+    ['records dropped', records.dropped],
+  ];
+}

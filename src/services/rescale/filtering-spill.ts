@@ -1,0 +1,154 @@
+/**
+ * The filtering spill handler (Flink's `SpillingWithFilteringHandler`): parses the records of
+ * every virtual channel and spills only the survivors into their (gate, channel). Everything
+ * else about spilling is the {@link SpillWriter}'s: abort flag, discard, rotation, CRC,
+ * hand-off and ownership are the same objects as without filtering.
+ */
+import { CHECKPOINT_VERSION, entryHeaderBytes } from '../checkpoint/format.ts';
+import type { CheckpointVisitor } from '../checkpoint/reader.ts';
+import type { ChannelInfo } from '../channel.ts';
+import type { SpillWriter } from '../spill/spill-writer.ts';
+import { SEGMENT_HEADER_BYTES } from '../spill/segment-format.ts';
+import {
+  RECORD_LENGTH_BYTES,
+  RecordParser,
+  type RecordCounts,
+  type RecordRules,
+} from './record-parser.ts';
+
+/** Number of records read, kept and dropped by a filtering recovery. */
+export type RecordReport = RecordCounts;
+
+/**
+ * Where survivors go: a {@link SpillWriter}, or anything that takes bytes per channel the
+ * same way (the pool's shape reader sums them instead of spilling them).
+ */
+export type SurvivorSink = Pick<
+  SpillWriter,
+  'noteChannel' | 'append' | 'keepTogether' | 'maxSegmentBytes'
+>;
+
+/** `subtask · 2^32 + gate · 2^16 + channel`: below 2^47, so an exact number key. */
+function virtualChannelId(subtask: number, gate: number, channel: number): number {
+  return subtask * 2 ** 32 + gate * 65536 + channel;
+}
+
+/**
+ * Turns checkpoint entries into spilled survivors. Use {@link FilteringSpill.visitor} as the
+ * checkpoint reader's visitor, then {@link FilteringSpill.finish} once the whole file was read.
+ *
+ * Memory: a parser exists only for a virtual channel that is inside a record at an entry's
+ * end (one that ends between records is forgotten), and only a spanning record that may still
+ * survive is held, at most `maxRecordBytes` of it (G8).
+ *
+ * @example
+ * ```ts
+ * const filter = new FilteringSpill(writer, recordRules({ subtask: 0, parallelism: 2 }, path));
+ * await readCheckpoint(path, filter.visitor());
+ * filter.finish(); // CorruptCheckpointError if a virtual channel ended inside a record
+ * const state = await writer.close();
+ * ```
+ */
+export class FilteringSpill {
+  readonly counts: RecordCounts = { read: 0, kept: 0, dropped: 0 };
+  private readonly parsers = new Map<number, RecordParser>();
+  private headerBytes = entryHeaderBytes(CHECKPOINT_VERSION);
+  private parser: RecordParser | undefined;
+  private parserId = 0;
+  private target: ChannelInfo = { gate: 0, channel: 0 };
+  /** File offset of the next payload byte of the current entry. */
+  private position = 0;
+  private entryRemaining = 0;
+  private readonly out: Buffer[] = [];
+
+  constructor(
+    private readonly writer: SurvivorSink,
+    private readonly rules: RecordRules,
+  ) {}
+
+  /**
+   * The reader visitor. `onChunk` is called with every payload chunk before it is parsed
+   * (progress counters).
+   */
+  visitor(onChunk?: (chunk: Buffer) => void): CheckpointVisitor {
+    return {
+      onVersion: (version) => void (this.headerBytes = entryHeaderBytes(version)),
+      onEntry: (gate, channel, length, offset, subtask) => {
+        // Every (gate, channel) the checkpoint names is recovered, even if nothing survives.
+        this.target = { gate, channel };
+        this.writer.noteChannel(this.target);
+        this.position = offset + this.headerBytes;
+        this.entryRemaining = length;
+        this.parserId = virtualChannelId(subtask, gate, channel);
+        this.parser = this.parsers.get(this.parserId);
+        if (this.parser === undefined && length > 0) {
+          this.parser = new RecordParser({ subtask, gate, channel }, this.rules, this.counts);
+          this.parsers.set(this.parserId, this.parser);
+        }
+      },
+      onPayload: (chunk) => {
+        onChunk?.(chunk);
+        return this.onPayload(chunk);
+      },
+    };
+  }
+
+  private async onPayload(chunk: Buffer): Promise<void> {
+    const parser = this.parser!;
+    const out = this.out;
+    parser.push(chunk, this.position, out);
+    this.position += chunk.length;
+    this.entryRemaining -= chunk.length;
+    if (this.entryRemaining === 0 && !parser.hasPartialData) this.parsers.delete(this.parserId);
+    // Survivors go out in the order they completed; the writer copies each before resolving,
+    // so slices of `chunk` are safe while the reader awaits this.
+    try {
+      for (const records of out) await this.spill(records);
+    } finally {
+      out.length = 0;
+    }
+  }
+
+  /**
+   * Spills whole records, none of them split across segments unless it is larger than a
+   * segment: a run too long for the open segment is cut at record boundaries.
+   */
+  private async spill(records: Buffer): Promise<void> {
+    const writer = this.writer;
+    const room = writer.maxSegmentBytes - SEGMENT_HEADER_BYTES;
+    if (records.length <= room) {
+      await writer.keepTogether(this.target, records.length);
+      await writer.append(this.target, records);
+      return;
+    }
+    let start = 0;
+    let end = 0;
+    while (end < records.length) {
+      const next = end + RECORD_LENGTH_BYTES + records.readInt32BE(end);
+      if (next - start > room && end > start) {
+        await writer.keepTogether(this.target, end - start);
+        await writer.append(this.target, records.subarray(start, end));
+        start = end;
+      }
+      end = next;
+    }
+    await writer.keepTogether(this.target, end - start);
+    await writer.append(this.target, records.subarray(start, end));
+  }
+
+  /**
+   * The whole checkpoint was read: throws a `CorruptCheckpointError` for a virtual channel that
+   * ended inside a record, at that record's start (the earliest such record, if several).
+   */
+  finish(): void {
+    let first: RecordParser | undefined;
+    for (const parser of this.parsers.values()) {
+      if (!parser.hasPartialData) continue;
+      if (first === undefined || parser.partialRecordStart < first.partialRecordStart) {
+        first = parser;
+      }
+    }
+    this.parsers.clear();
+    first?.finish();
+  }
+}
