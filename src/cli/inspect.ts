@@ -19,6 +19,8 @@ The page works offline: it loads nothing from the internet.
                     a checkpoint during drain, a cancellation, a failure in the gap
   --tasks N         with --demo: stop after N tasks (default: run until Ctrl-C)
   --concurrency N   with --demo: tasks at once (default 2)
+  --wait-for-page   with --demo: start the first task only once a page is open and caught
+                    up, so whoever opens the URL sees it from its first state
   --stately         also serve /stately, which forwards the same stream to Stately's hosted
                     inspector (needs the internet in the browser; see inspector/README.md)
 
@@ -35,6 +37,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     tasks: { type: 'string' },
     concurrency: { type: 'string' },
     stately: { type: 'boolean' },
+    'wait-for-page': { type: 'boolean' },
   });
   if (values.help) {
     io.out.write(usage);
@@ -43,8 +46,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const port = intOption(values, 'port', 0, { max: 65535 });
   const tasks = intOption(values, 'tasks', 0, { min: 1 });
   const concurrency = intOption(values, 'concurrency', 2, { min: 1, max: 64 });
-  if (!values.demo && (values.tasks !== undefined || values.concurrency !== undefined)) {
-    throw new UsageError('--tasks and --concurrency need --demo');
+  if (
+    !values.demo &&
+    (values.tasks !== undefined ||
+      values.concurrency !== undefined ||
+      values['wait-for-page'] !== undefined)
+  ) {
+    throw new UsageError('--tasks, --concurrency and --wait-for-page need --demo');
   }
 
   const signals = trapSignals();
@@ -64,22 +72,26 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const onSignal = () => stopDemo.abort(signals.signal.reason);
   signals.signal.addEventListener('abort', onSignal, { once: true });
   const demo = values.demo
-    ? runDemoLoop({
-        inspector,
-        signal: stopDemo.signal,
-        concurrency,
-        ...(tasks > 0 ? { tasks } : {}),
-      }).then(
-        (r) => {
-          io.err.write(
-            `demo: ${r.tasks} tasks (${r.finished} finished, ${r.failed} failed, ${r.cancelled} cancelled)` +
-              `${signals.exitCode === undefined ? '; still serving the page until Ctrl-C' : ''}\n`,
-          );
-        },
-        (error: unknown) => {
-          io.err.write(`demo: stopped: ${(error as Error)?.message ?? String(error)}\n`);
-        },
-      )
+    ? (values['wait-for-page'] === true ? pageOpen(inspector, stopDemo.signal) : Promise.resolve())
+        .then(() =>
+          runDemoLoop({
+            inspector,
+            signal: stopDemo.signal,
+            concurrency,
+            ...(tasks > 0 ? { tasks } : {}),
+          }),
+        )
+        .then(
+          (r) => {
+            io.err.write(
+              `demo: ${r.tasks} tasks (${r.finished} finished, ${r.failed} failed, ${r.cancelled} cancelled)` +
+                `${signals.exitCode === undefined ? '; still serving the page until Ctrl-C' : ''}\n`,
+            );
+          },
+          (error: unknown) => {
+            io.err.write(`demo: stopped: ${(error as Error)?.message ?? String(error)}\n`);
+          },
+        )
     : Promise.resolve();
 
   try {
@@ -96,4 +108,19 @@ export async function run(argv: string[], io: Io): Promise<number> {
     signals.signal.removeEventListener('abort', onSignal);
     signals.dispose();
   }
+}
+
+/** Resolves once a page is connected and has caught up with the history (or on abort). */
+function pageOpen(inspector: InspectorServer, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    // The server keeps no listener list for this one-off; a short poll of its own counters is
+    // cheap and keeps the server's interface as it is.
+    const timer = setInterval(() => {
+      const pages = inspector.pages();
+      if (signal.aborted || (pages.open > 0 && pages.catchingUp === 0)) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 20);
+  });
 }

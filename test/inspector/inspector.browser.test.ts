@@ -302,9 +302,12 @@ describe.skipIf(!hasChromium)('the live inspector in Chromium', () => {
     const root = await makeTempRoot();
     const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
     await page.addInitScript(RECORD_STATES);
-    const driver = spawnCli(['inspect', '--demo', '--tasks', '2', '--concurrency', '1'], {
-      SPILLWAY_SPILL_ROOT: root,
-    });
+    const driver = spawnCli(
+      ['inspect', '--demo', '--tasks', '2', '--concurrency', '1', '--wait-for-page'],
+      {
+        SPILLWAY_SPILL_ROOT: root,
+      },
+    );
     try {
       const url = await waitFor(
         'the inspector URL',
