@@ -5,7 +5,7 @@
  */
 import { crc32, crc32Combine } from '../crc32.ts';
 import { AbortedError, CorruptCheckpointError, addSuppressed } from '../errors.ts';
-import { openCheckpointFile } from './source.ts';
+import { openCheckpointSource, type SourceOptions } from './source.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,
@@ -81,6 +81,8 @@ export interface ReadCheckpointOptions {
    * the cause before any cleanup I/O gives a cancel the chance to overtake it (G5).
    */
   onFailure?: (error: unknown) => void;
+  /** For an `http(s)://` or `s3://` checkpoint: endpoint, retry policy, retry callback. */
+  remote?: SourceOptions;
 }
 
 type ReadState = 'fileHeader' | 'entryHeader' | 'payload';
@@ -126,7 +128,7 @@ export async function readCheckpoint(
   const corrupt = (offset: number, reason: string): CorruptCheckpointError =>
     new CorruptCheckpointError(path, offset, reason);
 
-  const { file, bytes } = await openCheckpointFile(path);
+  const { file, bytes } = await openCheckpointSource(path, { ...options.remote, signal });
   options.onOpen?.(bytes);
   let primary: unknown;
   try {
