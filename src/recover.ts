@@ -120,6 +120,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     checkpoint: options.checkpoint,
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
     limits: options.limits ?? {},
+    remote: options.remote,
     abandonAfterMs: options.abandonAfterMs,
     channels,
     progress,

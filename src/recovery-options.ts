@@ -83,6 +83,10 @@ export function validateRecoverOptions(options: unknown): void {
     if (typeof v !== 'number') throw invalid(name, 'a number of milliseconds', v);
     if (!Number.isFinite(v) || v < 0) throw invalid(name, 'a number of milliseconds ≥ 0', v, true);
   }
+  const remote = o.remote;
+  if (remote !== undefined && (remote === null || typeof remote !== 'object')) {
+    throw invalid('remote', 'an object', remote);
+  }
   const limits = o.limits;
   if (limits !== undefined) {
     if (limits === null || typeof limits !== 'object') throw invalid('limits', 'an object', limits);

@@ -9,6 +9,7 @@ import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
 import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
+import type { RemoteOptions } from '../checkpoint/remote-options.ts';
 
 export interface FetchStageInput {
   checkpoint: string;
@@ -29,6 +30,8 @@ export interface FetchStageInput {
   onFailure?: (error: unknown) => void;
   /** Counters the stage bumps as it reads and spills (coalesced by whoever watches). */
   progress?: ProgressCounters;
+  /** A remote checkpoint's endpoint and retry policy; each retry bumps `progress.retries`. */
+  remote?: RemoteOptions | undefined;
 }
 
 /** What the fetch stage reports once its state is handed on. */
@@ -97,6 +100,13 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         readChunkBytes: input.limits?.readChunkBytes,
         signal,
         onFailure: report,
+        remote: {
+          ...input.remote,
+          onRetry: (info) => {
+            if (progress !== undefined) progress.retries++;
+            input.remote?.onRetry?.(info);
+          },
+        },
         ...(progress !== undefined
           ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
           : {}),
