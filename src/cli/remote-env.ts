@@ -26,6 +26,9 @@ export function remoteOptionsFromEnv(
   env: NodeJS.ProcessEnv,
   s3Endpoint: string | undefined,
 ): RemoteOptions {
+  // The pinned SDK release supports Node 20; its notice that *later* releases will not is not
+  // news for a user of this command, and would be the only line on stderr besides the result.
+  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const options: RemoteOptions = {};
   if (s3Endpoint !== undefined) {
     if (!/^https?:\/\/[^/]/i.test(s3Endpoint)) {
