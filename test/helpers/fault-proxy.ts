@@ -18,6 +18,8 @@ export interface Fault {
   kind: FaultKind;
   /** Response bytes (headers included) on that connection before the fault; not for 503. */
   afterBytes?: number;
+  /** For 503: let this many connections through first (default 0: the next one). */
+  afterConnections?: number;
 }
 
 export interface FaultProxy {
@@ -61,7 +63,7 @@ export async function startFaultProxy(targetPort: number, plan: Fault[] = []): P
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
     client.on('error', () => undefined);
-    if (plan[0]?.kind === '503') {
+    if (plan[0]?.kind === '503' && connections > (plan[0].afterConnections ?? 0)) {
       plan.shift();
       fired.push('503');
       client.once('data', () => {
