@@ -85,6 +85,17 @@ export {
   SpillEOFError,
   SpillCorruptError,
   SpillRootError,
+  CheckpointChangedError,
+  RemoteNotFoundError,
+  RemoteAccessError,
+  RemoteError,
   suppressedOf,
 } from './services/errors.ts';
+export type {
+  RemoteOptions,
+  RetryInfo,
+  RetryPolicy,
+  S3Options,
+} from './services/checkpoint/remote-options.ts';
+export { redactLocation } from './services/checkpoint/redact.ts';
 export { VERSION } from './version.ts';

@@ -181,6 +181,7 @@ export const taskMachine = setup({
             checkpointId: params.checkpointId,
             out: params.out,
             reply: params.reply,
+            s3: context.services.remote?.s3,
           },
         });
       },

@@ -20,6 +20,11 @@ export interface Fault {
   afterBytes?: number;
   /** For 503: let this many connections through first (default 0: the next one). */
   afterConnections?: number;
+  /**
+   * `request`: count and cut the client's bytes (an upload) instead of the server's; for
+   * `reset` and `stall`. Default `response`.
+   */
+  direction?: 'request' | 'response';
 }
 
 export interface FaultProxy {
@@ -80,7 +85,27 @@ export async function startFaultProxy(targetPort: number, plan: Fault[] = []): P
     let sent = 0;
     let stalled = false;
     let done = false;
-    client.on('data', (d) => upstream.write(d));
+    let requestSent = 0;
+    let requestStalled = false;
+    client.on('data', (d: Buffer) => {
+      if (requestStalled) return;
+      const fault = plan[0];
+      const limit = fault?.direction === 'request' ? fault.afterBytes : undefined;
+      if (fault !== undefined && limit !== undefined && requestSent + d.length >= limit) {
+        plan.shift();
+        fired.push(fault.kind);
+        upstream.write(d.subarray(0, Math.max(0, limit - requestSent)));
+        if (fault.kind === 'stall') {
+          requestStalled = true;
+          return;
+        }
+        client.resetAndDestroy();
+        upstream.destroy();
+        return;
+      }
+      requestSent += d.length;
+      upstream.write(d);
+    });
     client.on('close', () => {
       if (!done && sent > 0 && !upstream.readableEnded) clientClosedMidResponse++;
       done = true;
@@ -93,7 +118,7 @@ export async function startFaultProxy(targetPort: number, plan: Fault[] = []): P
     upstream.on('data', (d: Buffer) => {
       if (stalled || client.destroyed) return;
       const fault = plan[0];
-      const limit = fault?.afterBytes;
+      const limit = fault?.direction === 'request' ? undefined : fault?.afterBytes;
       if (fault !== undefined && limit !== undefined && sent + d.length >= limit) {
         plan.shift();
         fired.push(fault.kind);

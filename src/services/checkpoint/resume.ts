@@ -38,6 +38,8 @@ export interface RangeFetcher {
   open(start: number, etag: string | undefined, signal: AbortSignal): Promise<RangeResponse>;
   /** Whether a failure of `open` may be retried (a reset, a 5xx, a timeout). */
   isTransient(error: unknown): boolean;
+  /** Releases what the fetcher holds (an SDK client's sockets); called once, on close. */
+  dispose?(): void;
 }
 
 /**
@@ -169,8 +171,10 @@ export class ResumableRead {
 
   /** Stops the request in flight; idempotent. */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     this.dropResponse();
+    this.fetcher.dispose?.();
   }
 
   private throwIfAborted(): void {

@@ -120,5 +120,11 @@ export function s3Fetcher(location: string, options: S3Options = {}): RangeFetch
       return { body, etag: out.ETag, size, cancel };
     },
     isTransient: transient,
+    dispose() {
+      void client?.then(
+        ({ client: c }) => c.destroy(),
+        () => undefined,
+      );
+    },
   };
 }
