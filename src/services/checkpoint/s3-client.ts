@@ -23,14 +23,14 @@ export function parseS3Location(location: string): { bucket: string; key: string
 let sdk: Promise<S3Sdk> | undefined;
 
 /** Loads the SDK once; a missing optional dependency is one clear line, not a stack. */
-export function loadS3Sdk(): Promise<S3Sdk> {
+export function loadS3Sdk(location = 's3://'): Promise<S3Sdk> {
   // A specifier in a variable keeps bundlers and the type-only import above from pulling it in.
   const name = '@aws-sdk/client-s3';
   sdk ??= (import(name) as Promise<S3Sdk>).catch((error: unknown) => {
     sdk = undefined;
     throw new RemoteError(
-      's3://',
-      `s3:// needs the optional dependency @aws-sdk/client-s3 (npm install @aws-sdk/client-s3)`,
+      location,
+      'needs the optional dependency @aws-sdk/client-s3 (npm install @aws-sdk/client-s3)',
       0,
       { cause: error },
     );
@@ -49,8 +49,11 @@ export function loadS3Sdk(): Promise<S3Sdk> {
  * await client.send(new s3.HeadBucketCommand({ Bucket: 'b' }));
  * ```
  */
-export async function s3Client(options: S3Options = {}): Promise<{ client: S3Client; s3: S3Sdk }> {
-  const s3 = await loadS3Sdk();
+export async function s3Client(
+  options: S3Options = {},
+  location?: string,
+): Promise<{ client: S3Client; s3: S3Sdk }> {
+  const s3 = await loadS3Sdk(location);
   const endpoint = options.endpoint;
   const client = new s3.S3Client({
     region:

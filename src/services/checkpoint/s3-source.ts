@@ -83,7 +83,7 @@ export function s3Fetcher(location: string, options: S3Options = {}): RangeFetch
   return {
     location: shown,
     async open(start, etag, signal): Promise<RangeResponse> {
-      client ??= s3Client(options);
+      client ??= s3Client(options, shown);
       const { client: c, s3 } = await client;
       let out;
       try {

@@ -54,7 +54,7 @@ export async function uploadFile(
     }
   };
   throwIfAborted();
-  const { client, s3 } = await s3Client(options.s3);
+  const { client, s3 } = await s3Client(options.s3, shown);
   const partBytes = options.partBytes ?? DEFAULT_PART_BYTES;
   let uploadId: string | undefined;
   const source = await fsSeam.open(file, constants.O_RDONLY);
