@@ -22,6 +22,7 @@ import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { measureCancel, type CancelFigures } from './cancel.ts';
 import { rawCopy, rawRead } from './raw-io.ts';
 import { measurePeakRss, type RssFigures } from './rss.ts';
+import { measureRemote, type RemoteFigures } from './remote.ts';
 import { fullRecover, plainRecover, timeDrain, timeFetch } from './stages.ts';
 import { round, spread, type Spread } from './stats.ts';
 
@@ -98,6 +99,8 @@ export interface BenchDetails {
   spillFiles: number;
   cancel: CancelFigures;
   rss: RssFigures;
+  /** s3:// read vs a plain ranged GET through the same local S3 server (bench/remote.ts). */
+  remote: RemoteFigures;
   /** Full recovery − plain fetch + drain, ms per run: what the orchestration costs. */
   orchestrationMs: Spread;
   durationMs: number;
@@ -219,6 +222,9 @@ export async function runBench(
 
     const ratios = await measureRatios(made, dir, root, spillRootPath, limits, options, progress);
     checkAbort();
+    progress(0.5, 'reading it from a local S3 server');
+    const remote = await measureRemote({ checkpoint: made.path, dir, runs: options.runs, signal });
+    checkAbort();
 
     progress(0.55, `cancelling ${options.cancels} recoveries`);
     const cancel = await measureCancel({
@@ -271,6 +277,7 @@ export async function runBench(
         orchestrationMs: ratios.orchestrationMs,
         cancel,
         rss,
+        remote,
         durationMs: Math.round(performance.now() - started),
         load: [round(loadAtStart, 1), round(loadavg()[0]!, 1)],
         runs: ratios.runs,

@@ -19,6 +19,11 @@ export interface S3Options {
   endpoint?: string;
   /** Default `AWS_REGION`, then `AWS_DEFAULT_REGION`, then `us-east-1`. */
   region?: string;
+  /**
+   * Explicit keys instead of the standard credential chain (env, profiles, roles). Never
+   * printed: the inspector drops the task's services, and messages never quote them.
+   */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
 }
 
 /**

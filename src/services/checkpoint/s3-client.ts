@@ -59,6 +59,7 @@ export async function s3Client(
     region:
       options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
     ...(endpoint !== undefined ? { endpoint, forcePathStyle: true } : {}),
+    ...(options.credentials !== undefined ? { credentials: options.credentials } : {}),
     maxAttempts: 1,
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
