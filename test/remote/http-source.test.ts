@@ -151,9 +151,14 @@ describe('http(s):// source: a flaky network does not fail the recovery', () => 
     expect(error).toBeInstanceOf(RemoteNotFoundError);
     // …and a real non-checkpoint served as one is corrupt at byte 0.
     await writeFile(`${cp.dir}/not-a-checkpoint.spwc`, 'hello, not SPWC');
-    const bad = await readAll(`${server.url}/not-a-checkpoint.spwc`).catch((e: unknown) => e);
+    const bad = await readAll(`${server.url}/not-a-checkpoint.spwc?sig=s3cr3t`).catch(
+      (e: unknown) => e,
+    );
     expect(bad).toBeInstanceOf(CorruptCheckpointError);
     expect((bad as CorruptCheckpointError).offset).toBe(0);
+    expect((bad as CorruptCheckpointError).file).toBe(
+      `${server.url}/not-a-checkpoint.spwc?<redacted>`,
+    );
   });
 
   it('cancel aborts the request in flight: the proxy sees the client close its socket', async () => {

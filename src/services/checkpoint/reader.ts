@@ -6,6 +6,7 @@
 import { crc32, crc32Combine } from '../crc32.ts';
 import { AbortedError, CorruptCheckpointError, addSuppressed } from '../errors.ts';
 import { openCheckpointSource, type SourceOptions } from './source.ts';
+import { redactLocation } from './redact.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,
@@ -125,8 +126,9 @@ export async function readCheckpoint(
   };
   throwIfAborted();
 
+  // A presigned URL's query string is a credential: errors name the location redacted.
   const corrupt = (offset: number, reason: string): CorruptCheckpointError =>
-    new CorruptCheckpointError(path, offset, reason);
+    new CorruptCheckpointError(redactLocation(path), offset, reason);
 
   const { file, bytes } = await openCheckpointSource(path, { ...options.remote, signal });
   options.onOpen?.(bytes);
