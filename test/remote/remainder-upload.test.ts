@@ -10,31 +10,21 @@ import type { CheckpointResult } from '../../src/index.ts';
 import { CheckpointChangedError } from '../../src/services/errors.ts';
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.ts';
-import {
-  S3_KEY_ID,
-  S3_SECRET,
-  startLocalS3,
-  testClient,
-  type LocalS3,
-} from '../helpers/s3-server.ts';
-import { makeTempRoot, waitFor } from '../e2e/harness.ts';
-import { spillFiles } from '../e2e/harness.ts';
+import { startLocalS3, testClient, type LocalS3 } from '../helpers/s3-server.ts';
+import { expectSameBytes, useS3Credentials } from '../helpers/remote.ts';
+import { makeTempRoot, spillFiles, waitFor } from '../e2e/harness.ts';
 
 const MIB = 1024 * 1024;
 const cp = suiteCheckpoint((dir) => makeSmallCheckpoint(dir, { kib: 20 * 1024, channels: 3 }));
 let s3: LocalS3;
 let original: Map<string, Buffer>;
-const saved = { ...process.env };
+useS3Credentials();
 
 beforeAll(async () => {
   s3 = await startLocalS3(['ckpt']);
   original = await channelBytes(cp.path);
-  process.env.AWS_ACCESS_KEY_ID = S3_KEY_ID;
-  process.env.AWS_SECRET_ACCESS_KEY = S3_SECRET;
-  process.env.AWS_REGION = 'us-east-1';
 });
 afterAll(async () => {
-  process.env = saved;
   await s3?.stop();
 });
 
@@ -75,24 +65,8 @@ describe('checkpoint remainder to s3:// by multipart upload', () => {
     await r.recovery.done;
     const result = await r.checkpoint();
     expect(result.file).toBe('s3://ckpt/remainders/cp-1.spwc');
-    const { readCheckpoint } = await import('../../src/services/checkpoint/reader.ts');
-    const got = new Map<string, Buffer[]>();
-    let current: Buffer[] = [];
-    await readCheckpoint(
-      's3://ckpt/remainders/cp-1.spwc',
-      {
-        onEntry(gate, channel) {
-          const key = `gate-${gate}-channel-${channel}`;
-          current = got.get(key) ?? [];
-          got.set(key, current);
-        },
-        onPayload: (chunk) => void current.push(Buffer.from(chunk)),
-      },
-      { remote: { s3: { endpoint: s3.endpoint } } },
-    );
-    for (const [key, bytes] of original) {
-      expect(Buffer.concat(got.get(key) ?? []).equals(bytes), key).toBe(true);
-    }
+    const got = await channelBytes(result.file!, { remote: { s3: { endpoint: s3.endpoint } } });
+    expectSameBytes(got, original);
     expect(await s3.uploads('ckpt')).toEqual([]);
     expect(await spillFiles(r.spillRoot)).toEqual([]);
   });

@@ -3,53 +3,32 @@
  * S3-compatible server (s3rver on 127.0.0.1), with the fault proxy in between for the faults.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
-import { channelKey } from '../../src/services/channel.ts';
 import { RemoteAccessError, RemoteNotFoundError } from '../../src/services/errors.ts';
 import type { RemoteOptions } from '../../src/services/checkpoint/remote-options.ts';
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { startFaultProxy, type Fault } from '../helpers/fault-proxy.ts';
 import { S3_KEY_ID, S3_SECRET, startLocalS3, type LocalS3 } from '../helpers/s3-server.ts';
+import { expectSameBytes, useS3Credentials } from '../helpers/remote.ts';
 
 const cp = suiteCheckpoint((dir) => makeSmallCheckpoint(dir, { kib: 2048, channels: 4 }));
 let s3: LocalS3;
 let expected: Map<string, Buffer>;
-const saved = { ...process.env };
+useS3Credentials();
 
 beforeAll(async () => {
   s3 = await startLocalS3(['ckpt']);
   await s3.put('ckpt', 'jobs/a.spwc', cp.path);
   expected = await channelBytes(cp.path);
-  process.env.AWS_ACCESS_KEY_ID = S3_KEY_ID;
-  process.env.AWS_SECRET_ACCESS_KEY = S3_SECRET;
-  process.env.AWS_REGION = 'us-east-1';
 });
 afterAll(async () => {
-  process.env = saved;
   await s3?.stop();
 });
 
-async function readAll(location: string, remote: RemoteOptions) {
-  const parts = new Map<string, Buffer[]>();
-  let current: Buffer[] = [];
-  await readCheckpoint(
-    location,
-    {
-      onEntry(gate, channel) {
-        const key = channelKey({ gate, channel });
-        current = parts.get(key) ?? [];
-        parts.set(key, current);
-      },
-      onPayload: (chunk) => void current.push(Buffer.from(chunk)),
-    },
-    { readChunkBytes: 64 * 1024, remote: { stallTimeoutMs: 300, backoffMs: 5, ...remote } },
-  );
-  return new Map([...parts].map(([k, v]) => [k, Buffer.concat(v)]));
-}
-
-function expectSameBytes(got: Map<string, Buffer>, want: Map<string, Buffer>): void {
-  expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
-  for (const [key, bytes] of want) expect(got.get(key)!.equals(bytes), key).toBe(true);
+function readAll(location: string, remote: RemoteOptions) {
+  return channelBytes(location, {
+    readChunkBytes: 64 * 1024,
+    remote: { stallTimeoutMs: 300, backoffMs: 5, ...remote },
+  });
 }
 
 describe('s3:// source through the AWS SDK against a real S3-compatible server', () => {
