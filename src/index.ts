@@ -86,6 +86,7 @@ export {
   SpillCorruptError,
   SpillRootError,
   CheckpointChangedError,
+  RemoteLocationError,
   RemoteNotFoundError,
   RemoteAccessError,
   RemoteError,

@@ -146,6 +146,17 @@ export class CheckpointChangedError extends SpillwayError {
   }
 }
 
+/** What the remote errors share: the location (redacted) and the reason, as `location: reason`. */
+export abstract class RemoteLocationError extends SpillwayError {
+  constructor(
+    readonly location: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${location}: ${reason}`, options);
+  }
+}
+
 /**
  * A remote checkpoint that does not exist: no such object, key or bucket (HTTP 404/410). Bad
  * input, like a missing file. `location` is redacted.
@@ -156,16 +167,8 @@ export class CheckpointChangedError extends SpillwayError {
  * // 's3://b/missing.spwc: no such key'
  * ```
  */
-export class RemoteNotFoundError extends SpillwayError {
+export class RemoteNotFoundError extends RemoteLocationError {
   override readonly code = 'ERR_SPILLWAY_REMOTE_NOT_FOUND';
-
-  constructor(
-    readonly location: string,
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`${location}: ${reason}`, options);
-  }
 }
 
 /**
@@ -177,16 +180,8 @@ export class RemoteNotFoundError extends SpillwayError {
  * new RemoteAccessError('s3://b/cp.spwc', 'access denied (InvalidAccessKeyId)').message;
  * ```
  */
-export class RemoteAccessError extends SpillwayError {
+export class RemoteAccessError extends RemoteLocationError {
   override readonly code = 'ERR_SPILLWAY_REMOTE_ACCESS';
-
-  constructor(
-    readonly location: string,
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`${location}: ${reason}`, options);
-  }
 }
 
 /**
@@ -198,16 +193,17 @@ export class RemoteAccessError extends SpillwayError {
  * new RemoteError('https://h/cp.spwc?<redacted>', 'gave up after 8 retries: HTTP 503', 8);
  * ```
  */
-export class RemoteError extends SpillwayError {
+export class RemoteError extends RemoteLocationError {
   override readonly code = 'ERR_SPILLWAY_REMOTE';
 
   constructor(
-    readonly location: string,
-    readonly reason: string,
+    location: string,
+    reason: string,
+    /** How many times the read was retried before it failed for good. */
     readonly retries = 0,
     options?: { cause?: unknown },
   ) {
-    super(`${location}: ${reason}`, options);
+    super(location, reason, options);
   }
 }
 
