@@ -16,6 +16,7 @@ import {
   expectByteExact,
   lines,
   makeTempRoot,
+  peakRss,
   runCli,
   spawnCli,
   spillLeftovers,
@@ -60,10 +61,20 @@ describe('spillway recover s3:// (issue 17)', () => {
       const proxy = await startFaultProxy(s3.port, [...plan]);
       try {
         const r = await recover('s3://ckpt/jobs/big.spwc', proxy.url);
-        const done = await runCli([...r.args, '--json'], r.env);
-        expect(done.stderr).toBe('');
-        expect(done.code).toBe(0);
-        const report = JSON.parse(done.stdout) as { retries: number; bytes: number };
+        const child = spawnCli([...r.args, '--json'], r.env);
+        child.proc.stdin!.end();
+        // G8: the object is streamed, never held whole (256 MiB would show in the peak RSS).
+        let peak = 0;
+        await waitFor('the recovery to end', () => {
+          peak = Math.max(peak, peakRss(child.proc.pid!) ?? 0);
+          return child.ended ? true : undefined;
+        });
+        const { code } = await child.exited;
+        expect(child.stderr).toBe('');
+        expect(code).toBe(0);
+        expect(peak).toBeGreaterThan(0);
+        expect(peak).toBeLessThan(200 * MIB);
+        const report = JSON.parse(child.stdout) as { retries: number; bytes: number };
         expect(proxy.fired).toEqual(plan.map((f) => f.kind));
         expect(report.retries).toBe(plan.length);
         expect(report.bytes).toBe(big.made.payloadBytes);

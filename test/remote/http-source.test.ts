@@ -116,6 +116,16 @@ describe('http(s):// source: a flaky network does not fail the recovery', () => 
     expect(p.fired.length).toBe(4);
   });
 
+  it('an overall deadline bounds the retries: once it has passed no retry starts (RemoteError)', async () => {
+    const p = await proxy([{ kind: '503' }, { kind: '503' }]);
+    const error = await channelBytes(`${p.url}/${basename(cp.path)}`, {
+      remote: { deadlineMs: 0, backoffMs: 50 },
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RemoteError);
+    expect((error as Error).message).toMatch(/deadline of 0 ms passed at byte 0: HTTP 503/);
+    expect(p.fired).toEqual(['503']);
+  });
+
   it('corrupt bytes from a remote source are still a CorruptCheckpointError', async () => {
     const error = await readAll(`${server.url}/../../../etc/hostname`).catch((e: unknown) => e);
     // The server refuses paths outside its dir the way it refuses any missing file…
