@@ -12,6 +12,7 @@ import { readdir } from 'node:fs/promises';
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-proxy.ts';
 import { s3Env, startLocalS3, type LocalS3 } from '../helpers/s3-server.ts';
+import { startFileServer } from '../helpers/http-file-server.ts';
 import {
   expectByteExact,
   lines,
@@ -164,5 +165,45 @@ describe('spillway recover s3:// (issue 17)', () => {
     expect(lines(done.stderr)[0]).toMatch(/access denied \(InvalidAccessKeyId/);
     expect(done.stderr + done.stdout).not.toContain(secret);
     expect(await spillLeftovers(r.root)).toEqual([]);
+  });
+});
+
+describe('spillway recover http(s):// (issue 17)', () => {
+  it('a presigned-style URL through a reset: byte-exact, and its query string is printed nowhere', async () => {
+    const dir = await makeTempRoot();
+    const made = await makeSmallCheckpoint(dir, { kib: 4096, channels: 3, name: 'cp.spwc' });
+    const server = await startFileServer(dir);
+    const proxy = await startFaultProxy(server.port, [{ kind: 'reset', afterBytes: 1 * MIB }]);
+    try {
+      const secret = 'X-Amz-Signature=6f1e9a0c2b7d4e8f';
+      const url = `${proxy.url}/cp.spwc?X-Amz-Credential=AKIAEXAMPLE&${secret}`;
+      const root = await makeTempRoot();
+      const out = join(await makeTempRoot(), 'out');
+      const done = await runCli(
+        ['recover', url, '--out', out, '--spill-root', root, '--json'],
+        FAST,
+      );
+      expect(done.stderr).toBe('');
+      expect(done.code).toBe(0);
+      const report = JSON.parse(done.stdout) as { checkpoint: string; retries: number };
+      expect(report.checkpoint).toBe(`${proxy.url}/cp.spwc?<redacted>`);
+      expect(report.retries).toBe(1);
+      expect(done.stdout + done.stderr).not.toContain('6f1e9a0c2b7d4e8f');
+      expect(done.stdout + done.stderr).not.toContain('AKIAEXAMPLE');
+      await expectByteExact(out, await channelBytes(made.path));
+      expect(await spillLeftovers(root)).toEqual([]);
+      // A missing one is bad input, one line, still without the query string.
+      const missing = await runCli(
+        ['recover', `${server.url}/gone.spwc?${secret}`, '--out', out + '2', '--spill-root', root],
+        FAST,
+      );
+      expect(missing.code).toBe(2);
+      expect(lines(missing.stderr)).toEqual([
+        `spillway recover: ${server.url}/gone.spwc?<redacted>: no such checkpoint (HTTP 404)`,
+      ]);
+    } finally {
+      await proxy.stop();
+      await server.stop();
+    }
   });
 });

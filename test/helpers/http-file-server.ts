@@ -1,6 +1,6 @@
 /**
  * A plain node:http server of our own that serves the files of one dir the way an object store
- * does: `Range: bytes=N-` (206 with `Content-Range`), a strong `ETag` from the file's size and
+ * does: `Range: bytes=N-` and `bytes=N-M` (206 with `Content-Range`), a strong `ETag` from the file's size and
  * mtime, `If-Match` (412 when it no longer matches), 404 for a missing file. It records each
  * request's headers so a test can check what the client sent (a resumed range, its If-Match).
  */
@@ -41,22 +41,23 @@ export async function startFileServer(dir: string): Promise<FileServer> {
         res.writeHead(412).end();
         return;
       }
-      const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+      const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
       const start = m === null ? 0 : Number(m[1]);
+      const last = m === null || m[2] === '' ? st.size - 1 : Math.min(Number(m[2]), st.size - 1);
       if (start >= st.size) {
         res.writeHead(416, { 'content-range': `bytes */${st.size}` }).end();
         return;
       }
-      const headers = { etag, 'accept-ranges': 'bytes', 'content-length': st.size - start };
+      const headers = { etag, 'accept-ranges': 'bytes', 'content-length': last + 1 - start };
       if (m === null) res.writeHead(200, headers);
       else {
         res.writeHead(206, {
           ...headers,
-          'content-range': `bytes ${start}-${st.size - 1}/${st.size}`,
+          'content-range': `bytes ${start}-${last}/${st.size}`,
         });
       }
       if (st.size === 0) res.end();
-      else createReadStream(file, { start }).pipe(res);
+      else createReadStream(file, { start, end: last }).pipe(res);
     })();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

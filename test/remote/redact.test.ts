@@ -21,6 +21,11 @@ describe('redaction (nothing secret printed)', () => {
     expect(redactLocation('/tmp/a?b.spwc')).toBe('/tmp/a?b.spwc');
   });
 
+  it('redacting twice changes nothing (a message may pass through twice)', () => {
+    const once = redactText(`failed: ${PRESIGNED} and https://u:p@h/x`);
+    expect(redactText(once)).toBe(once);
+  });
+
   it('user info in a URL is redacted, the host is kept', () => {
     expect(redactLocation('https://alice:hunter22@store.example/cp.spwc')).toBe(
       'https://<redacted>@store.example/cp.spwc',

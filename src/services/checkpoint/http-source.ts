@@ -32,8 +32,8 @@ export function httpFetcher(url: string): RangeFetcher {
   const location = redactLocation(url);
   return {
     location,
-    async open(start, etag, signal): Promise<RangeResponse> {
-      const headers: Record<string, string> = { range: `bytes=${start}-` };
+    async open(start, etag, signal, end): Promise<RangeResponse> {
+      const headers: Record<string, string> = { range: `bytes=${start}-${end ?? ''}` };
       if (etag !== undefined) headers['if-match'] = etag;
       let response: Response;
       try {

@@ -55,7 +55,8 @@ function redactUrls(text: string): string {
   return text.replace(/\b(https?|s3):\/\/([^\s"'<>]*)/gi, (_m, scheme: string, rest: string) => {
     let r = rest;
     const q = r.search(/[?#]/);
-    if (q >= 0) r = `${r.slice(0, q)}?${REDACTED}`;
+    // An empty query is where an earlier redaction stopped the match (at its '<'): idempotent.
+    if (q >= 0 && q < r.length - 1) r = `${r.slice(0, q)}?${REDACTED}`;
     const slash = r.indexOf('/');
     const authority = slash < 0 ? r : r.slice(0, slash);
     const at = authority.lastIndexOf('@');

@@ -32,10 +32,15 @@ export interface RangeFetcher {
   /** The object, redacted, for messages. */
   readonly location: string;
   /**
-   * Requests bytes `start…` (with `If-Match: etag` once pinned). Throws a typed error for an
-   * answer that retrying cannot change (not found, access denied, changed).
+   * Requests bytes `start…` (to `end` inclusive if given; `If-Match: etag` once pinned). Throws a
+   * typed error for an answer that retrying cannot change (not found, access denied, changed).
    */
-  open(start: number, etag: string | undefined, signal: AbortSignal): Promise<RangeResponse>;
+  open(
+    start: number,
+    etag: string | undefined,
+    signal: AbortSignal,
+    end?: number,
+  ): Promise<RangeResponse>;
   /** Whether a failure of `open` may be retried (a reset, a 5xx, a timeout). */
   isTransient(error: unknown): boolean;
   /** Releases what the fetcher holds (an SDK client's sockets); called once, on close. */
@@ -80,6 +85,11 @@ export interface ResumableOptions extends RetryPolicy {
   signal?: AbortSignal;
   /** Called before each retry's backoff. */
   onRetry?: (info: RetryInfo) => void;
+  /**
+   * Ask only for bytes up to this offset (inclusive) at first: a probe that checks an object is
+   * there without starting its whole transfer.
+   */
+  probeEnd?: number;
 }
 
 const DEFAULTS = {
@@ -195,7 +205,12 @@ export class ResumableRead {
     attempt.signal.addEventListener('abort', () => outer?.removeEventListener('abort', onAbort), {
       once: true,
     });
-    const response = await this.fetcher.open(this.position, this.etag, attempt.signal);
+    const response = await this.fetcher.open(
+      this.position,
+      this.etag,
+      attempt.signal,
+      this.options.probeEnd,
+    );
     if (this.size < 0) {
       this.size = response.size;
       this.etag = response.etag;

@@ -82,7 +82,7 @@ export function s3Fetcher(location: string, options: S3Options = {}): RangeFetch
   let client: ReturnType<typeof s3Client> | undefined;
   return {
     location: shown,
-    async open(start, etag, signal): Promise<RangeResponse> {
+    async open(start, etag, signal, end): Promise<RangeResponse> {
       client ??= s3Client(options, shown);
       const { client: c, s3 } = await client;
       let out;
@@ -91,7 +91,7 @@ export function s3Fetcher(location: string, options: S3Options = {}): RangeFetch
           new s3.GetObjectCommand({
             Bucket: where.bucket,
             Key: where.key,
-            Range: `bytes=${start}-`,
+            Range: `bytes=${start}-${end ?? ''}`,
             ...(etag !== undefined ? { IfMatch: etag } : {}),
           }),
           { abortSignal: signal },

@@ -10,7 +10,7 @@ import { fsSeam, type SeamFile } from '../fs.ts';
 import { httpFetcher } from './http-source.ts';
 import { isRemoteLocation } from './redact.ts';
 import type { RemoteOptions } from './remote-options.ts';
-import { openResumable } from './resume.ts';
+import { openResumable, type ResumableOptions } from './resume.ts';
 import { s3Fetcher } from './s3-source.ts';
 
 /**
@@ -116,6 +116,8 @@ export interface CheckpointByteSource {
 /** Options of {@link openCheckpointSource}: the remote options and the read's signal. */
 export interface SourceOptions extends RemoteOptions {
   signal?: AbortSignal;
+  /** See {@link ResumableOptions.probeEnd}. */
+  probeEnd?: number;
 }
 
 /**
@@ -153,5 +155,8 @@ export async function checkCheckpointSource(
   location: string,
   options: SourceOptions = {},
 ): Promise<void> {
-  await (await openCheckpointSource(location, options)).file.close();
+  // Remote: a ranged request for the file header only, so the probe costs one small answer and
+  // never the start of the whole object's transfer.
+  const probe = isRemoteLocation(location) ? { ...options, probeEnd: 7 } : options;
+  await (await openCheckpointSource(location, probe)).file.close();
 }
