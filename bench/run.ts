@@ -24,6 +24,7 @@ import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { measureCancel, type CancelFigures } from './cancel.ts';
 import { rawCopy, rawRead } from './raw-io.ts';
 import { measurePeakRss, type RssFigures } from './rss.ts';
+import { measureRemote, type RemoteFigures } from './remote.ts';
 import { fullRecover, plainRecover, timeDrain, timeFetch } from './stages.ts';
 import { measureFiltering, type FilteringFigures } from './rescale.ts';
 import { round, spread, type Spread } from './stats.ts';
@@ -103,6 +104,8 @@ export interface BenchDetails {
   cancel: CancelFigures;
   rss: RssFigures;
   filtering: FilteringFigures;
+  /** s3:// read vs a plain ranged GET through the same local S3 server (bench/remote.ts). */
+  remote: RemoteFigures;
   /** Full recovery − plain fetch + drain, ms per run: what the orchestration costs. */
   orchestrationMs: Spread;
   durationMs: number;
@@ -233,6 +236,8 @@ export async function runBench(
       seed: options.seed,
       signal,
     });
+    progress(0.5, 'reading it from a local S3 server');
+    const remote = await measureRemote({ checkpoint: made.path, dir, runs: options.runs, signal });
     checkAbort();
 
     progress(0.55, `cancelling ${options.cancels} recoveries`);
@@ -288,6 +293,7 @@ export async function runBench(
         cancel,
         rss,
         filtering,
+        remote,
         durationMs: Math.round(performance.now() - started),
         load: [round(loadAtStart, 1), round(loadavg()[0]!, 1)],
         runs: ratios.runs,

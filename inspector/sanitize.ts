@@ -7,6 +7,7 @@
 import { FetchedChannelState } from '../src/services/spill/fetched-state.ts';
 import { Drainer } from '../src/services/spill/drainer.ts';
 import { SpillReader } from '../src/services/spill/spill-reader.ts';
+import { redactText } from '../src/services/checkpoint/redact.ts';
 
 /** Keys that hold services, refs or callbacks: never shown. */
 const OMITTED_KEYS = new Set(['services', 'parent', 'closeable', 'reply', 'signal', 'hooks']);
@@ -30,7 +31,8 @@ const MAX_STRING = 400;
 export function sanitize(value: unknown, depth = 0): unknown {
   switch (typeof value) {
     case 'string':
-      return value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}…` : value;
+      // A presigned URL's query string is a credential: redacted before it leaves the process.
+      return redactText(value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}…` : value);
     case 'number':
       return Number.isFinite(value) ? value : String(value);
     case 'boolean':

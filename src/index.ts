@@ -117,6 +117,18 @@ export {
   OutputDirError,
   OutputExistsError,
   ConsumerAbandonedError,
+  CheckpointChangedError,
+  RemoteLocationError,
+  RemoteNotFoundError,
+  RemoteAccessError,
+  RemoteError,
   suppressedOf,
 } from './services/errors.ts';
+export type {
+  RemoteOptions,
+  RetryInfo,
+  RetryPolicy,
+  S3Options,
+} from './services/checkpoint/remote-options.ts';
+export { redactLocation } from './services/checkpoint/redact.ts';
 export { VERSION } from './version.ts';

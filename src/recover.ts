@@ -119,6 +119,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
     limits: rescaleLimits(options.limits ?? {}, options.rescale),
     rescale: options.rescale,
+    remote: options.remote,
     abandonAfterMs: options.abandonAfterMs,
     channels,
     progress,

@@ -85,6 +85,7 @@ export function validateRecoverOptions(options: unknown): void {
     if (!Number.isFinite(v) || v < 0) throw invalid(name, 'a number of milliseconds ≥ 0', v, true);
   }
   if (o.rescale !== undefined) checkRescaleOption(o.rescale);
+  if (o.remote !== undefined) validateRemote(o.remote);
   const limits = o.limits;
   if (limits !== undefined) {
     if (limits === null || typeof limits !== 'object') throw invalid('limits', 'an object', limits);
@@ -100,5 +101,36 @@ export function validateRecoverOptions(options: unknown): void {
         true,
       );
     }
+  }
+}
+
+/** `options.remote`: the retry policy's numbers, the retry callback, the S3 endpoint. */
+function validateRemote(remote: unknown): void {
+  if (remote === null || typeof remote !== 'object') throw invalid('remote', 'an object', remote);
+  const r = remote as Record<string, unknown>;
+  for (const name of ['maxRetries', 'backoffMs', 'maxBackoffMs', 'stallTimeoutMs', 'deadlineMs']) {
+    const v = r[name];
+    if (v === undefined) continue;
+    if (typeof v !== 'number') throw invalid(`remote.${name}`, 'an integer ≥ 0', v);
+    if (!Number.isSafeInteger(v) || v < 0)
+      throw invalid(`remote.${name}`, 'an integer ≥ 0', v, true);
+  }
+  if (r.onRetry !== undefined && typeof r.onRetry !== 'function') {
+    throw invalid('remote.onRetry', 'a function', r.onRetry);
+  }
+  const s3 = r.s3;
+  if (s3 === undefined) return;
+  if (s3 === null || typeof s3 !== 'object') throw invalid('remote.s3', 'an object', s3);
+  const endpoint = (s3 as Record<string, unknown>).endpoint;
+  if (
+    endpoint !== undefined &&
+    (typeof endpoint !== 'string' || !/^https?:\/\/[^/]/i.test(endpoint))
+  ) {
+    throw invalid(
+      'remote.s3.endpoint',
+      'an http(s):// URL',
+      endpoint,
+      typeof endpoint === 'string',
+    );
   }
 }

@@ -12,6 +12,7 @@ import type { RecoveryProgress } from './services/progress.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
 import type { RecordReport } from './services/rescale/filtering-spill.ts';
+import type { RemoteOptions } from './services/checkpoint/remote-options.ts';
 
 /**
  * Options of {@link recoverChannelState}.
@@ -25,7 +26,7 @@ import type { RecordReport } from './services/rescale/filtering-spill.ts';
  * ```
  */
 export interface RecoverOptions {
-  /** The SPWC checkpoint file to recover. */
+  /** The SPWC checkpoint to recover: a path, an `http(s)://` URL or `s3://bucket/key`. */
   checkpoint: string;
   /** Where spill files go; default `SPILLWAY_SPILL_ROOT`, then the OS temp dir. */
   spillRoot?: string | undefined;
@@ -44,6 +45,12 @@ export interface RecoverOptions {
    */
   inspect?(event: TaskInspectionEvent): void;
   limits?: SpillLimits | undefined;
+  /**
+   * For an `http(s)://` or `s3://bucket/key` checkpoint (and `s3://` checkpoint outputs): the
+   * S3 endpoint and region, the retry policy (retries in a row, backoff, stall timeout,
+   * deadline) and a callback per retry. Local paths ignore it.
+   */
+  remote?: RemoteOptions | undefined;
   /** A name for logs and the task dir; default a random id. */
   taskId?: string | undefined;
   /** End as soon as recovery is done (default true); false keeps the task running until FINISH. */

@@ -40,6 +40,7 @@ const TASK_EVENT_DETAIL = {
   CANCEL: (d) => (d.reason ? String(d.reason) : ''),
   FAIL: (d) => errText(d.error),
   FINISH: () => '',
+  'FETCH.RETRY': (d) => `retry ${d.retry} from byte ${d.offset} in ${d.delayMs} ms · ${d.reason}`,
 };
 
 /**

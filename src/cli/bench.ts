@@ -135,6 +135,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
             `spill ${d.runs.spillVsRawWrite.join(' ')} · drain ${d.runs.drainVsRawRead.join(' ')} · ` +
               `recover ${d.runs.recoverVsPlain.join(' ')}`,
           ],
+          [
+            's3:// vs ranged GET',
+            'skipped' in d.remote
+              ? `skipped: ${d.remote.skipped}`
+              : `${fmtRatio(d.remote.s3VsRangedGet)} (goal ≥ 0.85; ${mibs(d.remote.throughput.spillway)} vs ` +
+                `${mibs(d.remote.throughput.rangedGet)}, ${d.remote.objectMiB} MiB through a local s3rver)`,
+          ],
           ['load average', `${d.load[0]} at start, ${d.load[1]} at end (2 cores)`],
           ['took', `${(d.durationMs / 1000).toFixed(1)} s`],
         ]),

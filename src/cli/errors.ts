@@ -5,10 +5,12 @@ import {
   CorruptCheckpointError,
   OutputDirError,
   OutputExistsError,
+  RemoteNotFoundError,
   SpillRootError,
   suppressedOf,
 } from '../services/errors.ts';
 import { UsageError } from './args.ts';
+import { redactText } from '../services/checkpoint/redact.ts';
 import type { Io } from './io.ts';
 
 /** Whether an error is the caller's input or configuration (exit 2), not a failure (exit 1). */
@@ -18,7 +20,8 @@ function isBadInput(error: unknown): boolean {
     error instanceof CorruptCheckpointError ||
     error instanceof CheckpointPathError ||
     error instanceof OutputDirError ||
-    error instanceof OutputExistsError
+    error instanceof OutputExistsError ||
+    error instanceof RemoteNotFoundError
   ) {
     return true;
   }
@@ -43,7 +46,8 @@ function isCleanupFailure(error: Error): boolean {
  */
 export function reportError(io: Io, error: unknown, command: string): number {
   const e = error as Error | undefined;
-  const message = e?.message ?? String(error);
+  // A presigned URL's signature or an AWS secret never reaches a terminal or a log.
+  const message = redactText(e?.message ?? String(error));
   let code: number;
   if (error instanceof UsageError) {
     io.err.write(`spillway ${command}: ${message} (see 'spillway ${command} --help')\n`);
@@ -61,12 +65,15 @@ export function reportError(io: Io, error: unknown, command: string): number {
     io.err.write(
       `  (${later.length} later error(s) suppressed` +
         (cleanup.length > 0
-          ? `, ${cleanup.length} of them cleanup failures: ${cleanup[0]!.message}`
+          ? `, ${cleanup.length} of them cleanup failures: ${redactText(cleanup[0]!.message)}`
           : '') +
         `; SPILLWAY_DEBUG=1 lists them)\n`,
     );
-    if (process.env.SPILLWAY_DEBUG) for (const s of later) io.err.write(`  - ${s.message}\n`);
+    if (process.env.SPILLWAY_DEBUG) {
+      for (const s of later) io.err.write(`  - ${redactText(s.message)}\n`);
+    }
   }
-  if (process.env.SPILLWAY_DEBUG && e?.stack && code === 1) io.err.write(`${e.stack}\n`);
+  if (process.env.SPILLWAY_DEBUG && e?.stack && code === 1)
+    io.err.write(`${redactText(e.stack)}\n`);
   return code;
 }

@@ -1,7 +1,9 @@
 /** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]` */
 import { recoverChannelState } from '../recover.ts';
 import { channelKey } from '../services/channel.ts';
-import { checkCheckpointFile } from '../services/checkpoint/source.ts';
+import { checkCheckpointSource } from '../services/checkpoint/source.ts';
+import { redactLocation } from '../services/checkpoint/redact.ts';
+import { remoteOptionsFromEnv } from './remote-env.ts';
 import { ChannelFileSink } from '../services/outputs/channel-files.ts';
 import { OutputDir } from '../services/outputs/output-dir.ts';
 import { addSuppressed } from '../services/errors.ts';
@@ -14,9 +16,11 @@ import type { RecoveryProgress } from '../services/progress.ts';
 import { recordRows, rescaleFromArgs, rescaleOptionSpec, rescaleUsage } from './rescale-arg.ts';
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
-                        [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]
+                        [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--s3-endpoint URL]
+                        [--json]
 
-Recovers the channel state in CHECKPOINT (SPWC) through fetch → gap → drain and writes
+Recovers the channel state in CHECKPOINT (SPWC: a path, an http(s):// URL, a presigned URL,
+or s3://bucket/key) through fetch → gap → drain and writes
 DIR/gate-<g>-channel-<c>.bin per channel. Spill files go to --spill-root (default
 $SPILLWAY_SPILL_ROOT, then the OS temp dir) and are gone when the command ends.
 
@@ -26,9 +30,18 @@ link found in DIR is ever written through.
 
   --overwrite    replace channel files DIR already holds (by rename: a link there is replaced,
                  never followed); without it such a DIR is refused
-${rescaleUsage}  --json         one JSON object on stdout
+${rescaleUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style); credentials come from the
+                 standard AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, roles)
+  --json         one JSON object on stdout
 
-Exit codes: 0 ok · 1 recovery failed · 2 bad input or usage · 128+n after signal n
+A remote read survives a flaky network: a reset, a 5xx, a stalled or truncated body is resumed
+with a ranged request from the next unread byte (SPILLWAY_REMOTE_RETRIES in a row, default 6;
+SPILLWAY_REMOTE_STALL_MS, default 30000; SPILLWAY_REMOTE_DEADLINE_MS, default 1800000). An
+object that changed meanwhile (another ETag) fails the recovery, never spliced. Query strings
+and credentials are never printed.
+
+Exit codes: 0 ok · 1 recovery failed (also: access denied, retries exhausted, the object changed
+while it was read) · 2 bad input or usage (also: no such object or bucket) · 128+n after signal n
 (129 HUP, 130 INT, 131 QUIT, 140 USR2, 142 ALRM, 143 TERM: cancelled, cleaned up)
 `;
 
@@ -40,6 +53,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       'spill-root': { type: 'string' },
       'max-spill-file-bytes': { type: 'string' },
       overwrite: { type: 'boolean' },
+      's3-endpoint': { type: 'string' },
       json: { type: 'boolean' },
       ...rescaleOptionSpec,
     },
@@ -56,8 +70,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
   const rescale = rescaleFromArgs(values);
 
+  const remote = remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint'));
+  const shown = redactLocation(checkpoint);
   // Bad input is refused before anything is created (exit 2).
-  await checkCheckpointFile(checkpoint);
+  await checkCheckpointSource(checkpoint, remote);
   const out = await OutputDir.open(outDir, {
     overwrite: values.overwrite === true,
     log: (line) => void (process.env.SPILLWAY_DEBUG ? io.err.write(`${line}\n`) : undefined),
@@ -81,6 +97,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         }
       : {}),
     ...(rescale !== undefined ? { rescale } : {}),
+    remote,
   });
   try {
     let report;
@@ -101,7 +118,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     );
     const stale = out.existing.filter((name) => !replaced.includes(name));
     const result = {
-      checkpoint,
+      checkpoint: shown,
       out: outDir,
       channels: report.channels,
       bytes: report.bytesDelivered,
@@ -112,11 +129,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
       staleFiles: stale,
       durationMs: report.durationMs,
       ...(report.records !== undefined ? { records: report.records } : {}),
+      retries: recovery.progress().retries,
     };
     if (values.json) printJson(io, result);
     else {
       io.err.write(
-        `recovered ${checkpoint}\n` +
+        `recovered ${shown}\n` +
           table([
             ['channels', result.channels],
             ['bytes', `${result.bytes} (${mib(result.bytes)})`],
@@ -124,6 +142,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
             ['spilled', mib(result.spilledBytes)],
             ...recordRows(report.records),
             ['time', `${result.durationMs} ms`],
+            ...(result.retries > 0 ? [['retries', result.retries] as [string, number]] : []),
             ['out', outDir],
             ...(replaced.length > 0 ? [['replaced', replaced.length] as [string, number]] : []),
           ]),

@@ -9,6 +9,7 @@ import { discardRemainder, writeRemainder } from '../services/spill/remainder-wr
 import { AbortedError, addSuppressed, toError } from '../services/errors.ts';
 import type { CheckpointReply, CheckpointResult } from './events.ts';
 import type { TaskRef } from './task-ref.ts';
+import type { S3Options } from '../services/checkpoint/remote-options.ts';
 
 export interface CheckpointWriterInput {
   parent: TaskRef;
@@ -18,6 +19,8 @@ export interface CheckpointWriterInput {
   reply: CheckpointReply;
   /** Rescaling: the remainder is a v2 file written as this new subtask. */
   remainder?: { subtask: number } | undefined;
+  /** For an `s3://` out: endpoint and region. */
+  s3?: S3Options | undefined;
 }
 
 /**
@@ -48,12 +51,11 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     let result: CheckpointResult | undefined;
     let failure: Error | undefined;
     try {
-      const summary = await writeRemainder(
-        reader,
-        input.out,
-        input.drainer.state.taskDir,
-        input.remainder,
-      );
+      const summary = await writeRemainder(reader, input.out, input.drainer.state.taskDir, {
+        s3: input.s3,
+        signal,
+        v2: input.remainder,
+      });
       result = { checkpointId, file: summary.file, channels: summary.channels };
     } catch (error) {
       failure = toError(error);
@@ -78,7 +80,7 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     if (failure !== undefined && result?.file !== undefined) {
       // The remainder was written but the checkpoint fails: a file its caller is told to
       // ignore must not stay behind looking like a valid checkpoint.
-      await discardRemainder(result.file).catch((e) => addSuppressed(failure!, e));
+      await discardRemainder(result.file, input.s3).catch((e) => addSuppressed(failure!, e));
     }
     if (!signal.aborted) {
       parent.send({

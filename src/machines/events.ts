@@ -126,6 +126,19 @@ export interface FinishEvent {
   type: 'FINISH';
 }
 
+/**
+ * A remote checkpoint read was retried (a reset, a 5xx, a stall, a truncated body). Changes no
+ * state: it is sent so the inspector shows each retry; progress counts them too.
+ */
+export interface FetchRetryEvent {
+  type: 'FETCH.RETRY';
+  retry: number;
+  offset: number;
+  /** What failed, redacted. */
+  reason: string;
+  delayMs: number;
+}
+
 /** Everything a task machine accepts from its children and its owner. */
 export type TaskEvent =
   | OwnedEvent
@@ -137,7 +150,8 @@ export type TaskEvent =
   | CheckpointEvent
   | CancelEvent
   | FailEvent
-  | FinishEvent;
+  | FinishEvent
+  | FetchRetryEvent;
 
 /** The events the registry actor takes from the task. */
 export type RegistryEvent =

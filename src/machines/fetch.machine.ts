@@ -46,6 +46,14 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
           limits: services.limits,
           rescale: services.rescale,
           progress: services.progress,
+          remote: {
+            ...services.remote,
+            onRetry: (info) => {
+              services.remote?.onRetry?.(info);
+              // An event the task ignores, so the inspector shows each retry where it happened.
+              parent.send({ type: 'FETCH.RETRY', ...info });
+            },
+          },
           signal: honourAbort ? signal : new AbortController().signal,
           onFailure: (error) => {
             // The cause reaches the task before the stage's cleanup awaits anything.

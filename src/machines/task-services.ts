@@ -9,6 +9,7 @@ import type { ChannelInfo } from '../services/channel.ts';
 import type { ChannelConsumer } from '../services/channel.ts';
 import type { Drainer } from '../services/spill/drainer.ts';
 import type { SpillLimits } from '../services/spill/limits.ts';
+import type { RemoteOptions } from '../services/checkpoint/remote-options.ts';
 import type { ProgressCounters } from '../services/progress.ts';
 import type { RescaleOption } from '../services/rescale/rescale-options.ts';
 
@@ -35,6 +36,8 @@ export interface TaskServices {
   readonly limits: SpillLimits;
   /** Rescaling: the fetch stage spills through the filtering handler. */
   readonly rescale?: RescaleOption | undefined;
+  /** Remote checkpoints: S3 endpoint, retry policy (undefined for defaults). */
+  readonly remote?: RemoteOptions | undefined;
   /** The counters the stages bump (progress reporting). */
   readonly progress: ProgressCounters;
   /** How long an ending waits for a consumer that has not returned (G11). */

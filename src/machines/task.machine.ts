@@ -199,6 +199,7 @@ export const taskMachine = setup({
             out: params.out,
             reply: params.reply,
             remainder: remainderFormat(context.services.rescale),
+            s3: context.services.remote?.s3,
           },
         });
       },

@@ -40,7 +40,11 @@ export type SpillwayErrorCode =
   | 'ERR_SPILLWAY_CONSUMER_ABANDONED'
   | 'ERR_SPILLWAY_USAGE'
   | 'ERR_SPILLWAY_INSPECTOR'
-  | 'ERR_SPILLWAY_INJECTED_FAULT';
+  | 'ERR_SPILLWAY_INJECTED_FAULT'
+  | 'ERR_SPILLWAY_CHECKPOINT_CHANGED'
+  | 'ERR_SPILLWAY_REMOTE_NOT_FOUND'
+  | 'ERR_SPILLWAY_REMOTE_ACCESS'
+  | 'ERR_SPILLWAY_REMOTE';
 
 /**
  * Base class: every Spillway error has a stable `code` and can carry the errors that came
@@ -113,6 +117,94 @@ export class CheckpointPathError extends SpillwayError {
   }
 
   readonly errno: string | undefined;
+}
+
+/**
+ * A remote checkpoint (`http(s)://`, `s3://`) changed while it was read: a resumed request
+ * found another ETag or size, or the store refused `If-Match`. Never spliced: the recovery
+ * fails. `location` is redacted (no query string, no credentials).
+ *
+ * @example
+ * ```ts
+ * const error = new CheckpointChangedError('s3://b/cp.spwc', 1048576, '"a1"', '"b2"');
+ * error.message; // 's3://b/cp.spwc: the object changed while it was read (at byte 1048576: …)'
+ * ```
+ */
+export class CheckpointChangedError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CHECKPOINT_CHANGED';
+
+  constructor(
+    readonly location: string,
+    readonly offset: number,
+    readonly expected: string,
+    readonly found: string,
+  ) {
+    super(
+      `${location}: the object changed while it was read (at byte ${offset}: ` +
+        `ETag ${expected} when the read began, now ${found}); not spliced, recovery failed`,
+    );
+  }
+}
+
+/** What the remote errors share: the location (redacted) and the reason, as `location: reason`. */
+export abstract class RemoteLocationError extends SpillwayError {
+  constructor(
+    readonly location: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${location}: ${reason}`, options);
+  }
+}
+
+/**
+ * A remote checkpoint that does not exist: no such object, key or bucket (HTTP 404/410). Bad
+ * input, like a missing file. `location` is redacted.
+ *
+ * @example
+ * ```ts
+ * new RemoteNotFoundError('s3://b/missing.spwc', 'no such key').message;
+ * // 's3://b/missing.spwc: no such key'
+ * ```
+ */
+export class RemoteNotFoundError extends RemoteLocationError {
+  override readonly code = 'ERR_SPILLWAY_REMOTE_NOT_FOUND';
+}
+
+/**
+ * The store refused the credentials or the request (HTTP 401/403, no credentials found): the
+ * environment's refusal, reported without any secret. `location` is redacted.
+ *
+ * @example
+ * ```ts
+ * new RemoteAccessError('s3://b/cp.spwc', 'access denied (InvalidAccessKeyId)').message;
+ * ```
+ */
+export class RemoteAccessError extends RemoteLocationError {
+  override readonly code = 'ERR_SPILLWAY_REMOTE_ACCESS';
+}
+
+/**
+ * A remote read or upload that failed for good: retries exhausted, the deadline passed, or a
+ * response the client cannot use. `retries` = how many times it was retried first.
+ *
+ * @example
+ * ```ts
+ * new RemoteError('https://h/cp.spwc?<redacted>', 'gave up after 8 retries: HTTP 503', 8);
+ * ```
+ */
+export class RemoteError extends RemoteLocationError {
+  override readonly code = 'ERR_SPILLWAY_REMOTE';
+
+  constructor(
+    location: string,
+    reason: string,
+    /** How many times the read was retried before it failed for good. */
+    readonly retries = 0,
+    options?: { cause?: unknown },
+  ) {
+    super(location, reason, options);
+  }
 }
 
 /**

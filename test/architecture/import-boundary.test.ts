@@ -1,7 +1,8 @@
 /**
  * The layering rules, checked on the sources (docs/architecture.md):
  * - the core (all of src/ but src/cli/) imports nothing outside src/ but Node's builtins and
- *   its declared runtime dependencies;
+ *   its declared runtime dependencies; an optional dependency (the AWS SDK) only in types or by
+ *   `import()`, never statically, so importing the package never needs it;
  * - src/services/ never imports XState;
  * - src/machines/ never touches the file system (no node:fs, no fs seam).
  * The checker itself is tested on a violating source first, so these tests can fail.
@@ -16,7 +17,19 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const src = join(repo, 'src');
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
 };
+const optional = pkg.optionalDependencies ?? {};
+
+/** Whether `text` imports `spec` statically for its values (not `import type`). */
+function importsValuesStatically(text: string, spec: string): boolean {
+  const s = spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return (
+    new RegExp(`^\\s*(?:import|export)\\s+(?!type\\b)[^'"]*?\\sfrom\\s+['"]${s}['"]`, 'm').test(
+      text,
+    ) || new RegExp(`^\\s*import\\s+['"]${s}['"]`, 'm').test(text)
+  );
+}
 
 /** Every module specifier a source names: static imports and exports, and `import('…')`. */
 function specifiersOf(text: string): string[] {
@@ -47,6 +60,8 @@ function violations(file: string, text: string): string[] {
     if (spec.startsWith('.')) {
       const target = resolve(dirname(file), spec);
       if (!target.startsWith(src + sep)) bad.push(`${spec} (outside src/)`);
+    } else if (packageOf(spec) in optional) {
+      if (importsValuesStatically(text, spec)) bad.push(`${spec} (optional: import() it lazily)`);
     } else if (!builtins.has(spec) && !(packageOf(spec) in pkg.dependencies)) {
       bad.push(`${spec} (not a runtime dependency)`);
     }
@@ -64,17 +79,23 @@ describe('import boundaries', () => {
       "export { c } from 'left-pad';",
       "const d = await import('../../bench/run.ts');",
       "import 'node:fs';",
+      "import type { S3Client } from '@aws-sdk/client-s3';",
+      "import { GetObjectCommand } from '@aws-sdk/client-s3';",
     ].join('\n');
     expect(specifiersOf(text)).toEqual([
       '../../inspector/server.ts',
       './b.ts',
       'left-pad',
+      '@aws-sdk/client-s3',
+      '@aws-sdk/client-s3',
       'node:fs',
       '../../bench/run.ts',
     ]);
     expect(violations(join(src, 'services', 'x.ts'), text)).toEqual([
       '../../inspector/server.ts (outside src/)',
       'left-pad (not a runtime dependency)',
+      '@aws-sdk/client-s3 (optional: import() it lazily)',
+      '@aws-sdk/client-s3 (optional: import() it lazily)',
       '../../bench/run.ts (outside src/)',
     ]);
   });

@@ -7,7 +7,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
 import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import {
+  readCheckpoint,
+  type ReadCheckpointOptions,
+} from '../../src/services/checkpoint/reader.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import { removeDir, tempDir } from './temp.ts';
@@ -99,19 +102,27 @@ export function suiteCheckpoint(make: (dir: string) => Promise<MadeCheckpoint>):
 /**
  * Every channel's bytes in a checkpoint file, concatenated in file order, keyed by
  * `channelKey` (a channel of only zero-length entries maps to an empty buffer). Computed from
- * the file by the reader alone, independently of any recovery.
+ * the file by the reader alone, independently of any recovery. `options` reach the reader (a
+ * remote checkpoint's endpoint and retry policy, a signal).
  */
-export async function channelBytes(path: string): Promise<Map<string, Buffer>> {
+export async function channelBytes(
+  path: string,
+  options?: ReadCheckpointOptions,
+): Promise<Map<string, Buffer>> {
   const parts = new Map<string, Buffer[]>();
   let current: Buffer[] = [];
-  await readCheckpoint(path, {
-    onEntry(gate, channel) {
-      const key = channelKey({ gate, channel });
-      current = parts.get(key) ?? [];
-      parts.set(key, current);
+  await readCheckpoint(
+    path,
+    {
+      onEntry(gate, channel) {
+        const key = channelKey({ gate, channel });
+        current = parts.get(key) ?? [];
+        parts.set(key, current);
+      },
+      // The reader reuses its buffer: copy.
+      onPayload: (chunk) => void current.push(Buffer.from(chunk)),
     },
-    // The reader reuses its buffer: copy.
-    onPayload: (chunk) => void current.push(Buffer.from(chunk)),
-  });
+    options,
+  );
   return new Map([...parts].map(([k, v]) => [k, Buffer.concat(v)]));
 }

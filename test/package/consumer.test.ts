@@ -7,7 +7,7 @@
  * `spillway` bin — and the tarball checked by publint and @arethetypeswrong/cli.
  */
 import { execFile, type ExecFileOptions } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -122,6 +122,9 @@ beforeAll(async () => {
       'install',
       '--prefer-offline',
       '--no-audit',
+      // Without the optional AWS SDK: importing the package and compiling against its types
+      // must not need it (it is loaded only when an s3:// location is used).
+      '--omit=optional',
       tarball,
       `typescript@${ts}`,
       `@types/node@${types}`,
@@ -336,6 +339,16 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
     ) as { dependencies: Record<string, string> };
     expect(Object.keys(deps.dependencies)).not.toContain('tsx');
     expect(Object.keys(deps.dependencies)).not.toContain('typescript');
+  });
+
+  it('works without the optional AWS SDK: s3:// then names the missing package in one line', async () => {
+    await expect(stat(join(app, 'node_modules', '@aws-sdk', 'client-s3'))).rejects.toThrow();
+    const bin = join(app, 'node_modules', '.bin', 'spillway');
+    const result = await run(bin, ['recover', 's3://bucket/cp.spwc', '--out', join(work, 'o')]);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n')).toEqual([
+      'spillway recover: failed: s3://bucket/cp.spwc: needs the optional dependency @aws-sdk/client-s3 (npm install @aws-sdk/client-s3)',
+    ]);
   });
 
   it('publint finds nothing to fix in the package', async () => {

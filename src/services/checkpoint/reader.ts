@@ -5,7 +5,8 @@
  */
 import { crc32, crc32Combine } from '../crc32.ts';
 import { AbortedError, CorruptCheckpointError, addSuppressed } from '../errors.ts';
-import { openCheckpointFile } from './source.ts';
+import { openCheckpointSource, type SourceOptions } from './source.ts';
+import { redactLocation } from './redact.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,
@@ -98,6 +99,8 @@ export interface ReadCheckpointOptions {
    * the cause before any cleanup I/O gives a cancel the chance to overtake it (G5).
    */
   onFailure?: (error: unknown) => void;
+  /** For an `http(s)://` or `s3://` checkpoint: endpoint, retry policy, retry callback. */
+  remote?: SourceOptions;
 }
 
 type ReadState = 'fileHeader' | 'entryHeader' | 'payload';
@@ -140,10 +143,11 @@ export async function readCheckpoint(
   };
   throwIfAborted();
 
+  // A presigned URL's query string is a credential: errors name the location redacted.
   const corrupt = (offset: number, reason: string): CorruptCheckpointError =>
-    new CorruptCheckpointError(path, offset, reason);
+    new CorruptCheckpointError(redactLocation(path), offset, reason);
 
-  const { file, bytes } = await openCheckpointFile(path);
+  const { file, bytes } = await openCheckpointSource(path, { ...options.remote, signal });
   options.onOpen?.(bytes);
   let primary: unknown;
   try {

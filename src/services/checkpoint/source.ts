@@ -7,6 +7,11 @@
 import { constants } from 'node:fs';
 import { CheckpointPathError, errnoOf } from '../errors.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
+import { httpFetcher } from './http-source.ts';
+import { isRemoteLocation } from './redact.ts';
+import type { RemoteOptions } from './remote-options.ts';
+import { openResumable, type ResumableOptions } from './resume.ts';
+import { s3Fetcher } from './s3-source.ts';
 
 /**
  * Errnos of `open` that say "this path is not a checkpoint", not "the machine is failing".
@@ -100,4 +105,58 @@ export async function openCheckpointFile(path: string): Promise<OpenedCheckpoint
  */
 export async function checkCheckpointFile(path: string): Promise<void> {
   await (await openCheckpointFile(path)).file.close();
+}
+
+/** What the checkpoint reader reads from: a local file, or a remote object read resumably. */
+export interface CheckpointByteSource {
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Options of {@link openCheckpointSource}: the remote options and the read's signal. */
+export interface SourceOptions extends RemoteOptions {
+  signal?: AbortSignal;
+  /** See {@link ResumableOptions.probeEnd}. */
+  probeEnd?: number;
+}
+
+/**
+ * Opens a checkpoint wherever it is: a local path (see {@link openCheckpointFile}), an
+ * `http(s)://` URL or `s3://bucket/key` (see resume.ts). The first remote request is made
+ * here, so a missing object or refused credentials fail before anything is spilled.
+ *
+ * @example
+ * ```ts
+ * const { file, bytes } = await openCheckpointSource('s3://b/cp.spwc', { s3: { endpoint } });
+ * try { await file.read(buf, 0, buf.length, 0); } finally { await file.close(); }
+ * ```
+ */
+export async function openCheckpointSource(
+  location: string,
+  options: SourceOptions = {},
+): Promise<{ file: CheckpointByteSource; bytes: number }> {
+  if (!isRemoteLocation(location)) return openCheckpointFile(location);
+  const fetcher = /^s3:/i.test(location) ? s3Fetcher(location, options.s3) : httpFetcher(location);
+  const file = await openResumable(fetcher, options);
+  return { file, bytes: file.bytes };
+}
+
+/**
+ * Checks that `location` is a usable checkpoint (opens and closes it; for a remote one, one
+ * request whose body is dropped at once), so a command can refuse bad input before it creates
+ * anything.
+ *
+ * @example
+ * ```ts
+ * await checkCheckpointSource(argv[0], { s3: { endpoint } }); // RemoteNotFoundError → exit 2
+ * ```
+ */
+export async function checkCheckpointSource(
+  location: string,
+  options: SourceOptions = {},
+): Promise<void> {
+  // Remote: a ranged request for the file header only, so the probe costs one small answer and
+  // never the start of the whole object's transfer.
+  const probe = isRemoteLocation(location) ? { ...options, probeEnd: 7 } : options;
+  await (await openCheckpointSource(location, probe)).file.close();
 }

@@ -11,6 +11,7 @@ import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
 import { FilteringSpill, type RecordReport } from '../rescale/filtering-spill.ts';
 import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
+import type { RemoteOptions } from '../checkpoint/remote-options.ts';
 
 export interface FetchStageInput {
   checkpoint: string;
@@ -36,6 +37,8 @@ export interface FetchStageInput {
    * byte verbatim.
    */
   rescale?: RescaleOption;
+  /** A remote checkpoint's endpoint and retry policy; each retry bumps `progress.retries`. */
+  remote?: RemoteOptions | undefined;
 }
 
 /** What the fetch stage reports once its state is handed on. */
@@ -114,6 +117,13 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         readChunkBytes: input.limits?.readChunkBytes,
         signal,
         onFailure: report,
+        remote: {
+          ...input.remote,
+          onRetry: (info) => {
+            if (progress !== undefined) progress.retries++;
+            input.remote?.onRetry?.(info);
+          },
+        },
         ...(progress !== undefined
           ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
           : {}),

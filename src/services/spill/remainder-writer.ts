@@ -10,6 +10,20 @@ import { fsSeam } from '../fs.ts';
 import { addSuppressed } from '../errors.ts';
 import { channelKey } from '../channel.ts';
 import type { SpillReader } from './spill-reader.ts';
+import { isRemoteLocation } from '../checkpoint/redact.ts';
+import type { S3Options } from '../checkpoint/remote-options.ts';
+import { deleteObject, uploadFile } from '../checkpoint/s3-upload.ts';
+import { tmpdir } from 'node:os';
+
+/** Where a remainder may go besides a local path: `s3://` (multipart upload). */
+export interface RemainderTarget {
+  /** For an `s3://bucket/key` out. */
+  s3?: S3Options;
+  /** Aborting stops the upload in flight and aborts it (no orphaned parts). */
+  signal?: AbortSignal;
+  /** Rescaling: a v2 file whose entries all name this new subtask. */
+  v2?: { subtask: number } | undefined;
+}
 
 export interface RemainderSummary {
   /** The SPWC file, or undefined when nothing remained (no file is left behind then). */
@@ -27,8 +41,11 @@ export interface RemainderSummary {
  * removes it, never a truncated checkpoint at `out`; and a cancel that deletes the task dir
  * takes the partial file with it.
  *
- * With `v2` the file is SPWC v2, every entry naming `v2.subtask` as the subtask that wrote it:
+ * With `remote.v2` the file is SPWC v2, every entry naming `v2.subtask` as the subtask that wrote it:
  * the remainder of a rescaled recovery, whose spilled bytes are the survivors' records.
+ *
+ * An `s3://bucket/key` out is written to the staging file first, then uploaded by multipart
+ * upload; a failed or cancelled upload is aborted, and the staging file goes either way.
  *
  * @example
  * ```ts
@@ -40,12 +57,14 @@ export async function writeRemainder(
   reader: SpillReader,
   out: string,
   stagingDir?: string,
-  v2?: { subtask: number },
+  remote: RemainderTarget = {},
 ): Promise<RemainderSummary> {
+  const upload = isRemoteLocation(out);
+  const staging = stagingDir ?? (upload ? tmpdir() : undefined);
   const target =
-    stagingDir === undefined
+    staging === undefined
       ? out
-      : join(stagingDir, `remainder-${randomBytes(4).toString('hex')}-${basename(out)}.partial`);
+      : join(staging, `remainder-${randomBytes(4).toString('hex')}-${basename(out)}.partial`);
   const perChannel = new Map<string, { gate: number; channel: number; bytes: number }>();
   let writer: CheckpointWriter | undefined;
   let total = 0;
@@ -60,6 +79,7 @@ export async function writeRemainder(
         pieces.push(b);
       }
       const body = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+      const v2 = remote.v2;
       writer ??= await CheckpointWriter.create(target, v2 !== undefined ? { version: 2 } : {});
       await writer.append(segment.gate, segment.channel, body, v2?.subtask ?? 0);
       const key = channelKey(segment);
@@ -73,7 +93,13 @@ export async function writeRemainder(
       total += body.length;
     }
     await writer?.close();
-    if (writer !== undefined && target !== out) await moveInto(target, out);
+    if (writer !== undefined && upload) {
+      try {
+        await uploadFile(target, out, { s3: remote.s3, signal: remote.signal });
+      } finally {
+        await fsSeam.rm(target);
+      }
+    } else if (writer !== undefined && target !== out) await moveInto(target, out);
   } catch (error) {
     // A half-written checkpoint file is worse than none: remove it, keep the first cause.
     await writer?.discard().catch((e) => addSuppressed(error as Error, e));
@@ -109,6 +135,7 @@ async function moveInto(from: string, to: string): Promise<void> {
  * try { await reader.close(); } catch (e) { if (file) await discardRemainder(file); throw e; }
  * ```
  */
-export async function discardRemainder(file: string): Promise<void> {
-  await fsSeam.rm(file);
+export async function discardRemainder(file: string, s3?: S3Options): Promise<void> {
+  if (isRemoteLocation(file)) await deleteObject(file, s3);
+  else await fsSeam.rm(file);
 }
