@@ -3,20 +3,7 @@
  * bounded per socket: the inspector server's protection against a client that stops reading.
  */
 import { WebSocket } from 'ws';
-
-/**
- * A socket more than this far behind (bytes queued for it here, plus live bytes it has not been
- * sent yet) is terminated: a client that stops reading would otherwise make the relay hold
- * everything it is sent (500 such clients grew it by ~570 MB). A page reconnects and replays.
- */
-export const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
-/**
- * The history is replayed in chunks of about this size, each queued only once the socket has
- * taken the ones before down to REPLAY_HIGH_WATER: a stalled reader holds one chunk or two, not
- * the whole history.
- */
-export const REPLAY_CHUNK_BYTES = 64 * 1024;
-const REPLAY_HIGH_WATER = 128 * 1024;
+import { MAX_BUFFERED_BYTES, REPLAY_HIGH_WATER } from './feed-limits.ts';
 
 /** One socket's place in a {@link Feed}. */
 interface Subscriber {
