@@ -75,12 +75,14 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
   const onAbort = () => writer.abort();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    let current = { gate: 0, channel: 0 };
+    // One mutable object, not one per entry: the writer copies what it keeps (G8).
+    const current = { gate: 0, channel: 0 };
     const summary = await readCheckpoint(
       input.checkpoint,
       {
         onEntry(gate, channel) {
-          current = { gate, channel };
+          current.gate = gate;
+          current.channel = channel;
           writer.noteChannel(current);
         },
         onPayload(chunk, crc) {
