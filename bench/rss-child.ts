@@ -4,7 +4,10 @@
  * the bytes delivered and its own VmHWM. With `--baseline` it only loads the same modules, so
  * the parent can tell Node's own footprint from what a recovery adds.
  *
- * usage: node --import <tsx> bench/rss-child.ts CHECKPOINT SPILL_ROOT | --baseline
+ * With TASKS it runs that many recoveries of the checkpoint at once in this one process (the
+ * memory a task costs).
+ *
+ * usage: node --import <tsx> bench/rss-child.ts CHECKPOINT SPILL_ROOT [TASKS] | --baseline
  */
 import { readFileSync } from 'node:fs';
 import { recoverChannelState } from '../src/recover.ts';
@@ -16,7 +19,7 @@ function vmHwmKiB(): number {
   return m ? Number(m[1]) : 0;
 }
 
-const [checkpoint, spillRoot] = process.argv.slice(2);
+const [checkpoint, spillRoot, tasksArg] = process.argv.slice(2);
 if (checkpoint === '--baseline') {
   process.stdout.write(`${JSON.stringify({ bytes: 0, vmHwmKiB: vmHwmKiB() })}\n`);
 } else {
@@ -28,14 +31,24 @@ if (checkpoint === '--baseline') {
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort('SIGINT'));
   const t0 = performance.now();
-  const recovery = recoverChannelState({
-    checkpoint,
-    spillRoot,
-    taskId: 'bench-rss',
-    signal: controller.signal,
-    channels: () => discardingConsumer,
-  });
-  const report = await recovery.done;
+  const tasks = Math.max(1, Number(tasksArg ?? 1));
+  const reports = await Promise.all(
+    Array.from(
+      { length: tasks },
+      (_, k) =>
+        recoverChannelState({
+          checkpoint,
+          spillRoot,
+          taskId: tasks === 1 ? 'bench-rss' : `bench-rss-${k}`,
+          signal: controller.signal,
+          channels: () => discardingConsumer,
+        }).done,
+    ),
+  );
+  const report = {
+    bytesDelivered: reports.reduce((sum, r) => sum + r.bytesDelivered, 0),
+    spillFiles: reports.reduce((sum, r) => sum + r.spillFiles, 0),
+  };
   const ms = performance.now() - t0;
   await (await SpillRoot.open(spillRoot)).close();
   process.stdout.write(

@@ -91,9 +91,10 @@ export async function measurePeakRss(
   checkpoint: string,
   spillRoot: string,
   signal: AbortSignal,
+  tasks = 1,
 ): Promise<RssFigures> {
   const base = await runChild(['--baseline'], signal);
-  const run = await runChild([checkpoint, spillRoot], signal);
+  const run = await runChild([checkpoint, spillRoot, String(tasks)], signal);
   const mib = (kib: number) => kib / 1024;
   return {
     peakMiB: mib(Math.max(run.vmHwmKiB, run.polledKiB)),

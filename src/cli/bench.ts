@@ -1,38 +1,69 @@
-/** `spillway bench [--json] [--quick] [--runs N]` */
+/** `spillway bench [--json] [--quick] [--runs N] [--growth] [--svg FILE]` */
 import { tmpdir } from 'node:os';
+import { FULL_GROWTH, QUICK_GROWTH } from '../../bench/growth.ts';
+import type { RatioFigures } from '../../bench/ratios.ts';
 import { FULL, QUICK, TARGETS, runBench, type BenchResult } from '../../bench/run.ts';
 import type { Spread } from '../../bench/stats.ts';
-import { intOption, parse, UsageError } from './args.ts';
+import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { printJson, ProgressLine, table, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
 
-export const usage = `usage: spillway bench [--json] [--quick] [--runs N]
+export const usage = `usage: spillway bench [--json] [--quick] [--runs N] [--growth] [--svg FILE]
 
-Measures Spillway against raw I/O on this machine, side by side in one run, as ratios:
+Measures Spillway against the least work that gives the same result on this machine, side by
+side in one run, as ratios (each the median of N alternating runs, with min and max):
   spillVsRawWrite     raw 1 MiB copy of the checkpoint ÷ fetch stage (checkpoint → spill files)
   drainVsRawRead      raw 1 MiB reads of the spill files ÷ drain into discarding consumers
   recoverVsPlain      plain async fetch + drain (no XState) ÷ full recovery through the machines
   cancelCleanupP99Ms  cancel → task dir gone, p99 of 50 cancels at random moments (ms)
   peakRssMiBAt2GiB    peak RSS of a child process recovering a 2 GiB checkpoint (MiB)
-Each ratio is the median of N alternating runs (default 7), shown with its min and max.
+  …Tmpfs              the three ratios again on a tmpfs (root only; null where refused)
+  e2eRecoverVsDd      spillway recover of 1 GiB / 32 channels ÷ dd bs=1M of the same I/O
+  startupVsNode       spillway --help ÷ node -e '' (wall time)
+  filteringVsSpilling fetch spilling verbatim ÷ fetch through the rescaling filter (same v2 bytes)
+Besides, in the details: an s3:// read from a local S3 server ÷ a plain ranged GET of the same
+object through the same server.
 
 It makes its own data under $TMPDIR (or the OS temp dir) and deletes all of it afterwards; a full
-run needs about 4.5 GiB free there for a while and takes 1–3 minutes.
+run needs about 4.5 GiB free there (17 GiB with --growth) and takes several minutes.
 
-  --json      one JSON object with exactly the six keys; each ratio is {median, min, max}
+  --json      one JSON object: the figures above, in that order; ratios are {median, min, max}
   --quick     tiny sizes and one run (seconds; a smoke test, not a measurement).
               SPILLWAY_BENCH_QUICK=1 does the same.
   --runs N    alternating runs per ratio (default 7, at least 5; 1 with --quick)
+  --growth    also how cost grows: 0.25–8 GiB of state, 1–64 concurrent tasks, 1–262,144
+              channels against creating that many files (--json then adds a "growth" key)
+  --svg FILE  with --growth, write the plot there
 `;
 
-function fmtRatio(s: Spread): string {
-  return `${s.median.toFixed(2)} (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
+function fmt(s: Spread | null, unit = ''): string {
+  if (s === null) return 'skipped';
+  return `${s.median.toFixed(2)}${unit} (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
 }
 
-function verdict(key: keyof BenchResult, value: number): string {
+function verdict(key: keyof BenchResult, value: number | undefined): string {
   const t = TARGETS[key];
+  if (value === undefined) return '';
   const ok = t.op === '≥' ? value >= t.value : value <= t.value;
   return `${t.op} ${t.value}  ${ok ? 'met' : 'MISSED'}`;
+}
+
+function ratioRows(name: string, r: RatioFigures | { skipped: string }): [string, string][] {
+  if ('skipped' in r) return [[name, `skipped: ${r.skipped}`]];
+  const t = r.throughput;
+  const m = (s: Spread) => `${s.median.toFixed(0)}`;
+  return [
+    [
+      `${name} MiB/s`,
+      `raw copy ${m(t.rawCopy)} · fetch ${m(t.fetch)} · raw read ${m(t.rawRead)} · drain ${m(t.drain)} · ` +
+        `crc32 ${m(t.crc32)} · plain ${m(t.plain)} · full ${m(t.full)}`,
+    ],
+    [
+      `${name} runs`,
+      `spill ${r.runs.spillVsRawWrite.join(' ')} · drain ${r.runs.drainVsRawRead.join(' ')} · ` +
+        `recover ${r.runs.recoverVsPlain.join(' ')}`,
+    ],
+  ];
 }
 
 export async function run(argv: string[], io: Io): Promise<number> {
@@ -40,6 +71,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
     json: { type: 'boolean' },
     quick: { type: 'boolean' },
     runs: { type: 'string' },
+    growth: { type: 'boolean' },
+    svg: { type: 'string' },
   });
   if (values.help) {
     io.out.write(usage);
@@ -51,97 +84,94 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (!quick && runs < 5 && values.runs !== undefined) {
     throw new UsageError('--runs must be at least 5 for a real measurement (or use --quick)');
   }
+  const svg = stringOption(values, 'svg');
+  if (svg !== undefined && values.growth !== true) throw new UsageError('--svg needs --growth');
+  const growth =
+    values.growth === true ? { ...(quick ? QUICK_GROWTH : FULL_GROWTH), svg } : undefined;
   const signals = trapSignals();
   const progress = new ProgressLine(io);
   try {
-    const { result, details } = await runBench({
+    const { result, details: d } = await runBench({
       ...preset,
       runs,
+      growth,
       tmpRoot: tmpdir(),
       signal: signals.signal,
       progress: (fraction, text) => progress.update(fraction, text),
     });
     progress.done();
     if (values.json) {
-      printJson(io, result);
+      printJson(io, d.growth === undefined ? result : { ...result, growth: d.growth });
       return 0;
     }
-    const d = details;
-    const tp = d.throughput;
-    const mibs = (s: Spread) =>
-      `${s.median.toFixed(0)} MiB/s (${s.min.toFixed(0)}–${s.max.toFixed(0)})`;
+    const rows: [string, string][] = [['figure', 'median (min–max)    target']];
+    for (const key of Object.keys(result) as (keyof BenchResult)[]) {
+      const v = result[key];
+      const shown = typeof v === 'number' ? v.toFixed(1) : fmt(v);
+      rows.push([key, `${shown}    ${verdict(key, typeof v === 'number' ? v : v?.median)}`]);
+    }
+    const growthRows: [string, string][] = [];
+    if (d.growth !== undefined) {
+      for (const s of d.growth.state) {
+        growthRows.push([
+          `${s.mb} MiB of state`,
+          `${(s.ms / 1000).toFixed(1)} s (${s.msPerGiB} ms/GiB), peak RSS ${s.peakRssMiB} MiB`,
+        ]);
+      }
+      for (const t of d.growth.tasks) {
+        growthRows.push([
+          `${t.tasks} task(s) at once`,
+          `peak RSS ${t.peakRssMiB} MiB, ${t.rssPerTaskMiB} MiB per task, ${(t.ms / 1000).toFixed(1)} s`,
+        ]);
+      }
+      for (const c of d.growth.channels) {
+        growthRows.push([
+          `${c.channels} channel(s)`,
+          `${(c.recoverMs / 1000).toFixed(1)} s = ${c.vsFloor}× creating ${c.channels} files ` +
+            `(${(c.floorMs / 1000).toFixed(1)} s), peak RSS ${c.peakRssMiB} MiB`,
+        ]);
+      }
+    }
     io.out.write(
       `spillway bench${quick ? ' --quick (smoke sizes: not a measurement)' : ''}: ${runs} alternating run(s), ` +
         `${d.checkpoint.payloadMiB} MiB checkpoint (${d.checkpoint.entries} entries, ` +
-        `${d.checkpoint.channels} channels, ${d.spillFiles} spill files)\n\n` +
+        `${d.checkpoint.channels} channels, ${d.disk.spillFiles} spill files)\n\n` +
+        table(rows) +
+        '\nbehind the figures (medians):\n' +
         table([
-          ['figure', 'median (min–max)    target'],
-          [
-            'spillVsRawWrite',
-            `${fmtRatio(result.spillVsRawWrite)}    ${verdict('spillVsRawWrite', result.spillVsRawWrite.median)}`,
-          ],
-          [
-            'drainVsRawRead',
-            `${fmtRatio(result.drainVsRawRead)}    ${verdict('drainVsRawRead', result.drainVsRawRead.median)}`,
-          ],
-          [
-            'recoverVsPlain',
-            `${fmtRatio(result.recoverVsPlain)}    ${verdict('recoverVsPlain', result.recoverVsPlain.median)}`,
-          ],
-          [
-            'cancelCleanupP99Ms',
-            `${result.cancelCleanupP99Ms.toFixed(1)} ms    ${verdict('cancelCleanupP99Ms', result.cancelCleanupP99Ms)}`,
-          ],
-          [
-            'peakRssMiBAt2GiB',
-            `${result.peakRssMiBAt2GiB.toFixed(1)} MiB    ${verdict('peakRssMiBAt2GiB', result.peakRssMiBAt2GiB)}`,
-          ],
-          [
-            'filteringVsSpilling',
-            `${fmtRatio(result.filteringVsSpilling)}    ${verdict('filteringVsSpilling', result.filteringVsSpilling.median)}`,
-          ],
-        ]) +
-        '\nbehind the figures (medians, min–max):\n' +
-        table([
-          ['raw copy', mibs(tp.rawCopy)],
-          ['fetch stage', mibs(tp.fetch)],
-          ['raw 1 MiB read', mibs(tp.rawRead)],
-          ['drain', mibs(tp.drain)],
-          ['crc32 alone', mibs(tp.crc32)],
-          ['plain fetch+drain', mibs(tp.plain)],
-          ['full recovery', mibs(tp.full)],
-          [
-            'rescale 0/2 fetch',
-            `${mibs(d.filtering.filtering)} vs ${mibs(d.filtering.spilling)} unfiltered; ` +
-              `${d.filtering.kept} of ${d.filtering.records} records kept`,
-          ],
-          [
-            'full − plain',
-            `${d.orchestrationMs.median.toFixed(1)} ms (${d.orchestrationMs.min.toFixed(1)}–${d.orchestrationMs.max.toFixed(1)})`,
-          ],
+          ...ratioRows('disk', d.disk),
+          ...ratioRows('tmpfs', d.tmpfs),
           [
             'cancel → dir gone',
             `median ${d.cancel.ms.median.toFixed(1)} ms, max ${d.cancel.ms.max.toFixed(1)} ms over ${d.cancel.samples} cancels; ` +
-              `${d.cancel.filesPerRecovery} files per recovery, ${d.cancel.filesAtCancel.median} on disk at the median cancel; ` +
-              `stages ${JSON.stringify(d.cancel.stages)}`,
+              `${d.cancel.filesPerRecovery} files per recovery; stages ${JSON.stringify(d.cancel.stages)}`,
           ],
           [
             'rss child',
             `${d.rss.peakMiB.toFixed(1)} MiB peak, ${d.rss.baselineMiB.toFixed(1)} MiB with nothing recovered; ` +
-              `${(d.rss.bytes / 1024 ** 2).toFixed(0)} MiB in ${(d.rss.ms / 1000).toFixed(1)} s through ${d.rss.spillFiles} spill files`,
+              `${(d.rss.bytes / 1024 ** 2).toFixed(0)} MiB in ${(d.rss.ms / 1000).toFixed(1)} s`,
           ],
           [
-            'every run',
-            `spill ${d.runs.spillVsRawWrite.join(' ')} · drain ${d.runs.drainVsRawRead.join(' ')} · ` +
-              `recover ${d.runs.recoverVsPlain.join(' ')}`,
+            'recover vs dd',
+            `${fmt(d.e2e.recoverMs, ' ms')} vs ${fmt(d.e2e.ddMs, ' ms')} (${d.options.e2eMb} MiB, 32 channels)`,
+          ],
+          [
+            'start-up',
+            `${fmt(d.startup.spillwayMs, ' ms')} vs node ${fmt(d.startup.nodeMs, ' ms')}`,
+          ],
+          [
+            'rescale 0/2 fetch',
+            `${fmt(d.filtering.filtering, ' MiB/s')} vs ${fmt(d.filtering.spilling, ' MiB/s')} unfiltered; ` +
+              `${d.filtering.kept} of ${d.filtering.records} records kept`,
           ],
           [
             's3:// vs ranged GET',
             'skipped' in d.remote
               ? `skipped: ${d.remote.skipped}`
-              : `${fmtRatio(d.remote.s3VsRangedGet)} (goal ≥ 0.85; ${mibs(d.remote.throughput.spillway)} vs ` +
-                `${mibs(d.remote.throughput.rangedGet)}, ${d.remote.objectMiB} MiB through a local s3rver)`,
+              : `${fmt(d.remote.s3VsRangedGet)} (goal ≥ 0.85; ${fmt(d.remote.throughput.spillway, ' MiB/s')} vs ` +
+                `${fmt(d.remote.throughput.rangedGet, ' MiB/s')}, ${d.remote.objectMiB} MiB through a local s3rver)`,
           ],
+          ...growthRows,
           ['load average', `${d.load[0]} at start, ${d.load[1]} at end (2 cores)`],
           ['took', `${(d.durationMs / 1000).toFixed(1)} s`],
         ]),

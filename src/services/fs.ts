@@ -7,6 +7,7 @@
 import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
+import { removeTree } from './remove-tree.ts';
 
 /** Every operation the seam performs; faults and counts are keyed by these names. */
 export const FS_OPS = [
@@ -239,7 +240,7 @@ export const fsSeam = {
   /** Removes a file or a whole tree; missing paths are fine. Never follows symlinks. */
   async rm(path: string): Promise<void> {
     await gate('rm', path);
-    await fsp.rm(path, { recursive: true, force: true });
+    await removeTree(path);
   },
 
   async rename(from: string, to: string): Promise<void> {

@@ -1,9 +1,11 @@
 /**
  * `spillway bench` end to end, in its smoke mode: the command runs every measurement on tiny
- * data, prints the six figures under their exact names, and leaves nothing in its temp dir.
+ * data, prints the five figures under their old names (then the new ones), and leaves nothing
+ * in its temp dir.
  * Timings are never asserted (they flake on a shared machine); only shape and cleanliness.
  */
-import { readdir } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { lines, runCli } from './harness.ts';
@@ -19,36 +21,69 @@ const FIGURES = [
   'recoverVsPlain',
   'cancelCleanupP99Ms',
   'peakRssMiBAt2GiB',
+  'spillVsRawWriteTmpfs',
+  'drainVsRawReadTmpfs',
+  'recoverVsPlainTmpfs',
+  'e2eRecoverVsDd',
+  'startupVsNode',
   'filteringVsSpilling',
 ];
+const RATIOS = [
+  'spillVsRawWrite',
+  'drainVsRawRead',
+  'recoverVsPlain',
+  'e2eRecoverVsDd',
+  'startupVsNode',
+  'filteringVsSpilling',
+];
+/** Null only where no tmpfs could be mounted (not root). */
+const TMPFS_RATIOS = ['spillVsRawWriteTmpfs', 'drainVsRawReadTmpfs', 'recoverVsPlainTmpfs'];
+
+function expectSpread(key: string, ratio: Record<string, number>): void {
+  expect(Object.keys(ratio), key).toEqual(['median', 'min', 'max']);
+  for (const v of Object.values(ratio)) {
+    expect(Number.isFinite(v) && v > 0, `${key} = ${v}`).toBe(true);
+  }
+  expect(ratio.min).toBeLessThanOrEqual(ratio.median!);
+  expect(ratio.median).toBeLessThanOrEqual(ratio.max!);
+}
 
 describe('spillway bench', () => {
-  it('--quick --json prints exactly the six figures as finite numbers and leaves TMPDIR empty', async () => {
+  it('--quick --json --growth --svg prints the five figures under their old names, then the new ones and the growth, writes the plot and leaves TMPDIR empty', async () => {
     const tmp = await makeTempRoot();
-    const run = await runCli(['bench', '--quick', '--json'], { TMPDIR: tmp });
+    const plotDir = await makeTempRoot();
+    const svg = join(plotDir, 'growth.svg');
+    const run = await runCli(['bench', '--quick', '--json', '--growth', '--svg', svg], {
+      TMPDIR: tmp,
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(lines(run.stdout)).toHaveLength(1);
     const result = JSON.parse(run.stdout) as Record<string, unknown>;
-    expect(Object.keys(result)).toEqual(FIGURES);
-    for (const key of [
-      'spillVsRawWrite',
-      'drainVsRawRead',
-      'recoverVsPlain',
-      'filteringVsSpilling',
-    ]) {
-      const ratio = result[key] as Record<string, number>;
-      expect(Object.keys(ratio), key).toEqual(['median', 'min', 'max']);
-      for (const v of Object.values(ratio)) {
-        expect(Number.isFinite(v) && v > 0, `${key} = ${v}`).toBe(true);
+    expect(Object.keys(result)).toEqual([...FIGURES, 'growth']);
+    for (const key of RATIOS) expectSpread(key, result[key] as Record<string, number>);
+    const rooted = process.getuid?.() === 0;
+    for (const key of TMPFS_RATIOS) {
+      if (rooted || result[key] !== null) {
+        expectSpread(key, result[key] as Record<string, number>);
       }
-      expect(ratio.min).toBeLessThanOrEqual(ratio.median!);
-      expect(ratio.median).toBeLessThanOrEqual(ratio.max!);
     }
     for (const key of ['cancelCleanupP99Ms', 'peakRssMiBAt2GiB']) {
       const v = result[key] as number;
       expect(Number.isFinite(v) && v > 0, `${key} = ${v}`).toBe(true);
     }
-    // The checkpoints, spill files, raw copies and the spill root all went with the run.
+    const growth = result.growth as {
+      state: { mb: number; peakRssMiB: number }[];
+      tasks: { tasks: number }[];
+      channels: { channels: number; vsFloor: number; peakRssMiB: number }[];
+    };
+    expect(growth.state.map((s) => s.mb)).toEqual([1, 2]);
+    expect(growth.tasks.map((t) => t.tasks)).toEqual([1, 2]);
+    expect(growth.channels.map((c) => c.channels)).toEqual([1, 100]);
+    for (const c of growth.channels) expect(c.vsFloor > 0 && c.peakRssMiB > 0).toBe(true);
+    const plot = await readFile(svg, 'utf8');
+    expect(plot).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    expect(plot.match(/<path /g)?.length).toBe(6); // two series in each of three panels
+    // The checkpoints, spill files, raw copies, the tmpfs and the spill root all went with the run.
     expect(await leftovers(tmp)).toEqual([]);
   });
 

@@ -65,10 +65,19 @@ describe('checkpoint during a rescaled recovery (G6 in record terms)', () => {
     }
     const results = await Promise.all(requested);
     expect(results.length).toBeGreaterThan(10);
+    expect(results.filter((r) => r.file !== undefined).length).toBeGreaterThan(5);
     const root = await makeTempRoot();
     for (const result of results) {
       const at = `checkpoint ${result.checkpointId}`;
-      expect(result.file, at).toBeDefined();
+      if (result.file === undefined) {
+        // Nothing remained: everything had been delivered before this barrier.
+        for (const [key, original] of fx.original) {
+          expect(rec.before(key, result.checkpointId).equals(original), `${key} @ ${at}`).toBe(
+            true,
+          );
+        }
+        continue;
+      }
       expect(await v2Shape(result.file!)).toEqual({ version: 2, subtasks: new Set([0]) });
       const rest = (await recoverBytes(result.file!, root)).out;
       // Recovered again as 0/2 every record survives; as 1/2 none does: they are survivors.

@@ -20,6 +20,7 @@ import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
+import { patternBytes, spill } from '../helpers/spill.ts';
 
 afterEach(() => resetFsSeam());
 
@@ -27,23 +28,7 @@ const C0: ChannelInfo = { gate: 0, channel: 0 };
 const C1: ChannelInfo = { gate: 0, channel: 1 };
 const MiB = 1024 * 1024;
 
-function bytes(n: number, seed = 1): Buffer {
-  const b = Buffer.alloc(n);
-  for (let i = 0; i < n; i++) b[i] = (seed * 31 + i * 7) & 0xff;
-  return b;
-}
-
-/** Spills `appends` with the real writer; the state holds the hand-off grant. */
-async function spill(
-  appends: [ChannelInfo, Buffer][],
-  options: { maxSegmentBytes?: number; maxSpillFileBytes?: number } = {},
-): Promise<{ state: FetchedChannelState; taskDir: string }> {
-  const root = await makeTempRoot();
-  const taskDir = join(root, 'task-3-d00d');
-  const writer = new SpillWriter({ taskDir, ...options });
-  for (const [info, b] of appends) await writer.append(info, b);
-  return { state: await writer.close(), taskDir };
-}
+const bytes = patternBytes;
 
 interface Read {
   channel: number;

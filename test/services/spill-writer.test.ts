@@ -328,7 +328,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
   it('G3 a task dir creation that loses the race with abort removes the dir itself', async () => {
     const { writer, taskDir } = await newWriter({ maxSegmentBytes: 20 });
     const pause = pauseOn('mkdir');
-    const appending = settle(writer.append(C0, bytes(10)));
+    const appending = settle(Promise.resolve(writer.append(C0, bytes(10))));
     await pause.reached;
     writer.abort();
     pause.release();
@@ -341,7 +341,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     const { writer, taskDir } = await newWriter({ maxSegmentBytes: 20, maxSpillFileBytes: 1 });
     await writer.append(C0, bytes(8)); // seals segment 0 → spill-segment-0.bin
     const pause = pauseOn('open', 'spill-segment-1.bin');
-    const appending = settle(writer.append(C1, bytes(8))); // rotation: creates file 1
+    const appending = settle(Promise.resolve(writer.append(C1, bytes(8)))); // rotation: creates file 1
     await pause.reached;
     writer.abort();
     pause.release();
@@ -359,7 +359,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
     const pause = pauseOn('write');
     // 40 bytes with a 16-byte body bound: the second loop seals segment 0 and writes it.
-    const appending = settle(writer.append(C0, bytes(40)));
+    const appending = settle(Promise.resolve(writer.append(C0, bytes(40))));
     await pause.reached;
     writer.abort();
     pause.release();
@@ -393,7 +393,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
   it('G3 discardSpilledFiles during a paused task-dir creation still removes the dir', async () => {
     const { writer, taskDir } = await newWriter({ maxSegmentBytes: 20 });
     const pause = pauseOn('mkdir');
-    const appending = settle(writer.append(C0, bytes(10)));
+    const appending = settle(Promise.resolve(writer.append(C0, bytes(10))));
     await pause.reached;
     const discarding = writer.discardSpilledFiles();
     pause.release();
@@ -434,7 +434,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     await writer.append(C0, bytes(4));
     await writer.append(C1, bytes(4)); // file 0 written
     injectFault({ op: 'write', code: 'ENOSPC' });
-    const error = await settle(writer.append(C0, bytes(4))); // file 1's write fails
+    const error = await settle(Promise.resolve(writer.append(C0, bytes(4)))); // file 1's write fails
     expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
     expect((await readdir(taskDir)).sort()).toEqual(['spill-segment-0.bin', 'spill-segment-1.bin']);
     await writer.discardSpilledFiles();
@@ -480,13 +480,13 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
       }
     });
     let secondDone = false;
-    const second = writer.append(C1, data[1]!).then(() => (secondDone = true));
+    const second = Promise.resolve(writer.append(C1, data[1]!)).then(() => (secondDone = true));
     await reached.promise; // after the task dir and file 0 were created
     await macrotasks();
     expect(writesRequested).toBe(1);
     expect(secondDone).toBe(true); // returned with segment 0's write still paused
     let thirdDone = false;
-    const third = writer.append(C2, data[2]!).then(() => (thirdDone = true));
+    const third = Promise.resolve(writer.append(C2, data[2]!)).then(() => (thirdDone = true));
     await macrotasks();
     expect(thirdDone).toBe(false); // sealing segment 1 waits for segment 0's write
     expect(writesRequested).toBe(1);
@@ -521,7 +521,8 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     injectFault({ op: 'write', code: 'ENOSPC' });
     await writer.append(C0, bytes(4));
     const results: unknown[] = [];
-    for (const c of [C1, C0, C1]) results.push(await settle(writer.append(c, bytes(4, 9))));
+    for (const c of [C1, C0, C1])
+      results.push(await settle(Promise.resolve(writer.append(c, bytes(4, 9)))));
     results.push(await settle(writer.close()));
     order.push('rejected');
     expect(reported).toHaveLength(1);

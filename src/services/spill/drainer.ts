@@ -113,7 +113,9 @@ export class Drainer {
     const signal = this.abort.signal;
     for (;;) {
       if (signal.aborted) throw new AbortedError('drain stopped');
-      const segment = await this.reader.nextSegment();
+      // A header already read costs no promise: at one-byte channels there is one per entry.
+      let segment = this.reader.nextSegmentBuffered();
+      if (segment === undefined) segment = await this.reader.nextSegment();
       if (segment === null) break;
       report.segments++;
       const consumer = this.consumers.get(channelId(segment));

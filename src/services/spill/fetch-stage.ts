@@ -87,7 +87,8 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
   const onAbort = () => writer.abort();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    let current = { gate: 0, channel: 0 };
+    // One mutable object, not one per entry: the writer copies what it keeps (G8).
+    const current = { gate: 0, channel: 0 };
     const onChunk = (chunk: Buffer): void => {
       if (progress !== undefined) {
         progress.bytesRead += chunk.length;
@@ -104,7 +105,8 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       input.checkpoint,
       filter?.visitor(onChunk) ?? {
         onEntry(gate, channel) {
-          current = { gate, channel };
+          current.gate = gate;
+          current.channel = channel;
           writer.noteChannel(current);
         },
         onPayload(chunk, crc) {

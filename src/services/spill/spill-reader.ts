@@ -1,10 +1,10 @@
 /**
  * Forward-only reader over a task's spill files, with a committed position that snapshots
  * resume from. Flink's `FetchedChannelStateReaderImpl` + `FetchedChannelStateSnapshot`
- * (docs §3.3), reading in large chunks and verifying each segment's CRC-32.
+ * (docs §3.3), reading in large chunks with the next one in flight (read-ahead.ts) and
+ * verifying each segment's CRC-32.
  */
 import { crc32 } from '../crc32.ts';
-import { fsSeam, type SeamFile } from '../fs.ts';
 import {
   AbortedError,
   MisuseError,
@@ -14,7 +14,16 @@ import {
 } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
 import { DEFAULT_READ_CHUNK_BYTES } from './limits.ts';
-import { SEGMENT_HEADER_BYTES, readSegmentHeader } from './segment-format.ts';
+import { SpillFileWindow, type WindowFence } from './read-ahead.ts';
+import { SEGMENT_HEADER_BYTES } from './segment-format.ts';
+import {
+  START_POSITION,
+  checkPosition,
+  type MutablePosition,
+  type SpillPosition,
+} from './spill-position.ts';
+
+export { START_POSITION, type SpillPosition } from './spill-position.ts';
 
 /** How a reader treats its read buffer. */
 export interface SpillReaderOptions {
@@ -24,40 +33,6 @@ export interface SpillReaderOptions {
    * consumers all borrow): a fill overwrites the bytes earlier slices show. Default false.
    */
   readonly reuseBuffers?: boolean;
-}
-
-const EMPTY = Buffer.alloc(0);
-
-/**
- * A place in the spill files. `channel === -1` ⇔ the offset sits on a segment header ⇔
- * `remaining === 0`. Mid-body positions carry the CRC of the body read so far and the
- * expected CRC, so a resumed reader still verifies the segment it finishes.
- */
-export interface SpillPosition {
-  readonly fileIndex: number;
-  readonly offset: number;
-  readonly gate: number;
-  readonly channel: number;
-  readonly remaining: number;
-  readonly crcSoFar: number;
-  readonly expectedCrc: number;
-}
-
-/** The beginning of the spill files: nothing delivered yet. */
-export const START_POSITION: SpillPosition = Object.freeze({
-  fileIndex: 0,
-  offset: 0,
-  gate: -1,
-  channel: -1,
-  remaining: 0,
-  crcSoFar: 0,
-  expectedCrc: 0,
-});
-
-function checkPosition(p: SpillPosition): void {
-  if ((p.channel === -1) !== (p.remaining === 0)) {
-    throw new MisuseError(`invalid spill position: channel ${p.channel}, remaining ${p.remaining}`);
-  }
 }
 
 /**
@@ -119,16 +94,18 @@ export interface SpillSegment {
 
 /**
  * Reads spill files forward. Opens files lazily, one at a time, with large reads (1 MiB by
- * default: ~10× faster than 32 KiB async reads here). Every read runs fenced through the
- * state, so after a forced close it fails with `AbortedError`, never a raw ENOENT (G4).
+ * default: ~10× faster than 32 KiB async reads here), the next one kept in flight while the
+ * current one is verified and delivered ({@link SpillFileWindow}). Every read runs fenced
+ * through the state, so after a forced close it fails with `AbortedError`, never a raw ENOENT,
+ * and a forced close waits for the read running ahead (G4).
  *
  * Each disk read fills a fresh buffer and callers get slices of it: consumers own what they
  * are given (they may keep it), so a read buffer is never reused. Copying into fresh small
  * buffers instead was measured worse here: one more memcpy, and 32 KiB blocks come from the
  * malloc heap, which does not give memory back as promptly as freed 1 MiB mappings.
- * With `reuseBuffers` (a drainer whose consumers all borrow) one buffer serves every fill:
- * no page faults on fresh memory, no external memory waiting for a GC. Snapshot readers never
- * reuse: the remainder writer may keep their slices across awaits.
+ * With `reuseBuffers` (a drainer whose consumers all borrow) two buffers alternate: no page
+ * faults on fresh memory, no external memory waiting for a GC. Snapshot readers never reuse:
+ * the remainder writer may keep their slices across awaits.
  *
  * @example
  * ```ts
@@ -157,19 +134,14 @@ export class SpillReader {
   }
 
   private readonly files: readonly string[];
-  private live: MutablePosition;
+  private readonly window: SpillFileWindow;
+  /** @internal the live position (read by the current segment handle). */
+  live: MutablePosition;
   private committed: SpillPosition;
-  private file: SeamFile | undefined;
-  private openIndex = -1;
-  private fileSize = 0;
-  /** The last read's bytes, holding the file's bytes from `bufStart`. */
-  private buf: Buffer = EMPTY;
-  private bufStart = 0;
-  /** With `reuseBuffers`: the one buffer every fill reads into (grown, never shrunk). */
-  private spare: Buffer | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
-  private segmentSerial = 0;
+  /** @internal bumped per segment handed out: older handles are stale. */
+  serial = 0;
   /** True until the first nextSegment(): a mid-body resume hands out the remainder first. */
   private first = true;
 
@@ -184,6 +156,14 @@ export class SpillReader {
     this.files = state?.files ?? [];
     this.live = { ...position };
     this.committed = position;
+    const reader = this;
+    const fence: WindowFence = {
+      io: (what, op) => reader.io(what, op),
+      get closed() {
+        return reader.closed || reader.state?.isClosed === true;
+      },
+    };
+    this.window = new SpillFileWindow(this.files, readChunkBytes, reuseBuffers, fence);
   }
 
   /** The committed (delivered) boundary. */
@@ -205,39 +185,41 @@ export class SpillReader {
    * been consumed (the first call is exempt).
    */
   async nextSegment(): Promise<SpillSegment | null> {
-    this.checkUsable();
-    if (this.first) {
-      this.first = false;
-      if (this.live.channel !== -1) return this.handOut();
-    } else if (this.live.remaining > 0) {
-      throw new MisuseError('nextSegment() before the previous body was fully consumed');
-    }
+    const now = this.nextSegmentBuffered();
+    if (now !== undefined) return now;
     if (!(await this.ensureHeaderFile())) return null;
     const { fileIndex, offset } = this.live;
-    const header = await this.bytesAt(offset, SEGMENT_HEADER_BYTES);
+    const header = await this.window.bytesAt(offset, SEGMENT_HEADER_BYTES);
     if (header.length < SEGMENT_HEADER_BYTES) {
       throw new SpillEOFError(
         `${this.files[fileIndex]}: truncated segment header at byte ${offset} ` +
           `(${header.length} of ${SEGMENT_HEADER_BYTES} bytes)`,
       );
     }
-    const { gate, channel, bodyLength: length, crc: expectedCrc } = readSegmentHeader(header);
-    if (gate < 0 || channel < 0 || length <= 0) {
-      throw new SpillCorruptError(
-        `${this.files[fileIndex]}: impossible segment header at byte ${offset} ` +
-          `(gate ${gate}, channel ${channel}, length ${length})`,
-      );
+    return this.enter(header);
+  }
+
+  /**
+   * Like {@link SpillReader.nextSegment}, synchronously, when the next header is already in the
+   * read buffer; `undefined` when it is not (then call `nextSegment`). Never does I/O: at
+   * hundreds of thousands of small segments a promise per segment is most of a drain's
+   * garbage (G8).
+   */
+  nextSegmentBuffered(): SpillSegment | null | undefined {
+    this.checkUsable();
+    const live = this.live;
+    if (this.first) {
+      this.first = false;
+      if (live.channel !== -1) return this.handOut();
+    } else if (live.remaining > 0) {
+      throw new MisuseError('nextSegment() before the previous body was fully consumed');
     }
-    this.live = {
-      fileIndex,
-      offset: offset + SEGMENT_HEADER_BYTES,
-      gate,
-      channel,
-      remaining: length,
-      crcSoFar: 0,
-      expectedCrc,
-    };
-    return this.handOut();
+    if (live.fileIndex >= this.files.length) return null;
+    if (this.window.fileIndex !== live.fileIndex || live.offset >= this.window.fileSize) {
+      return undefined;
+    }
+    const header = this.window.buffered(live.fileIndex, live.offset, SEGMENT_HEADER_BYTES);
+    return header === undefined ? undefined : this.enter(header);
   }
 
   /** A snapshot at the committed boundary, holding its own grant (docs §3.3). */
@@ -250,18 +232,14 @@ export class SpillReader {
   }
 
   /**
-   * Closes the file and releases the grant exactly once, even if closing the file fails
-   * (that error is then thrown with nothing lost). Idempotent.
+   * Closes the file (after the read in flight settled) and releases the grant exactly once,
+   * even if closing the file fails (that error is then thrown with nothing lost). Idempotent.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
-      const file = this.file;
-      this.file = undefined;
-      this.buf = EMPTY;
-      this.spare = undefined;
       let fileError: unknown;
-      if (file !== undefined) await file.close().catch((e) => (fileError = e));
+      await this.window.close().catch((e) => (fileError = e));
       try {
         await this.state?.release();
       } catch (e) {
@@ -273,75 +251,75 @@ export class SpillReader {
     return this.closing;
   }
 
+  /** @internal a segment handle's commit. */
+  commit(): void {
+    this.committed = { ...this.live };
+  }
+
   private checkUsable(): void {
     if (this.closed) throw new AbortedError('spill reader is closed');
     if (this.state?.isClosed) throw new AbortedError('spill state was closed');
   }
 
-  private handOut(): SpillSegment {
-    const serial = ++this.segmentSerial;
-    const reader = this;
-    const length = this.live.remaining;
-    const stale = () => {
-      if (serial !== reader.segmentSerial) throw new MisuseError('segment is no longer current');
-    };
-    return {
-      gate: this.live.gate,
-      channel: this.live.channel,
-      length,
-      get remaining() {
-        return serial === reader.segmentSerial ? reader.live.remaining : 0;
-      },
-      read: async (max: number) => {
-        stale();
-        return reader.readBody(max);
-      },
-      readBuffered: (max: number) => {
-        stale();
-        return reader.readBuffered(max);
-      },
-      commit: () => {
-        stale();
-        reader.committed = { ...reader.live };
-      },
-    };
+  /** Enters the segment whose header is `header`, at the live position. */
+  private enter(header: Buffer): SpillSegment {
+    const { fileIndex, offset } = this.live;
+    const gate = header.readInt32BE(0);
+    const channel = header.readInt32BE(4);
+    const length = header.readInt32BE(8);
+    if (gate < 0 || channel < 0 || length <= 0) {
+      throw new SpillCorruptError(
+        `${this.files[fileIndex]}: impossible segment header at byte ${offset} ` +
+          `(gate ${gate}, channel ${channel}, length ${length})`,
+      );
+    }
+    const live = this.live;
+    live.offset = offset + SEGMENT_HEADER_BYTES;
+    live.gate = gate;
+    live.channel = channel;
+    live.remaining = length;
+    live.crcSoFar = 0;
+    live.expectedCrc = header.readUInt32BE(12);
+    return this.handOut();
   }
 
-  /** The body bytes the last read already holds: a verified slice of it, with no I/O. */
-  private readBuffered(max: number): Buffer | null | undefined {
+  private handOut(): SpillSegment {
+    return new SegmentHandle(this, ++this.serial);
+  }
+
+  /** @internal the body bytes the read buffer already holds: a verified slice, no I/O. */
+  readBuffered(max: number): Buffer | null | undefined {
     this.checkUsable();
     const live = this.live;
     if (live.remaining === 0) return null;
     const want = Math.min(max, live.remaining);
-    if (this.file === undefined || this.openIndex !== live.fileIndex) return undefined;
-    const start = live.offset - this.bufStart;
-    if (start < 0 || this.buf.length - start < want) return undefined;
-    const slice = this.buf.subarray(start, start + want);
+    const slice = this.window.buffered(live.fileIndex, live.offset, want);
+    if (slice === undefined) return undefined;
     return this.advance(slice, crc32(slice, live.crcSoFar));
   }
 
   /**
-   * The next `min(max, remaining)` body bytes as one buffer: a slice of one read when it holds
-   * them, else a fresh buffer gathered across reads (a body may straddle read chunks).
+   * @internal the next `min(max, remaining)` body bytes as one buffer: a slice of one read
+   * when it holds them, else a fresh buffer gathered across reads (a body may straddle reads).
    */
-  private async readBody(max: number): Promise<Buffer | null> {
+  async readBody(max: number): Promise<Buffer | null> {
     const now = this.readBuffered(max);
     if (now !== undefined) return now;
     const live = this.live;
     const want = Math.min(max, live.remaining);
-    await this.ensureFile(live.fileIndex);
-    const first = await this.bytesAt(live.offset, want);
+    await this.window.ensureFile(live.fileIndex);
+    const first = await this.window.bytesAt(live.offset, want);
     if (first.length === want) return this.advance(first, crc32(first, live.crcSoFar));
     const out = Buffer.allocUnsafe(want);
     let crc = live.crcSoFar;
     let got = 0;
     while (got < want) {
-      const bytes = got === 0 ? first : await this.bytesAt(live.offset + got, want - got);
+      const bytes = got === 0 ? first : await this.window.bytesAt(live.offset + got, want - got);
       if (bytes.length === 0) {
-        const seg = this.segmentStart();
+        const seg = this.live.offset - SEGMENT_HEADER_BYTES;
         throw new SpillEOFError(
           `${this.files[live.fileIndex]}: segment body at byte ${seg} ended early ` +
-            `(file has ${this.fileSize} bytes, ${live.remaining - got} body bytes missing)`,
+            `(file has ${this.window.fileSize} bytes, ${live.remaining - got} body bytes missing)`,
         );
       }
       crc = crc32(bytes, crc);
@@ -372,10 +350,6 @@ export class SpillReader {
     return out;
   }
 
-  private segmentStart(): number {
-    return this.live.offset - SEGMENT_HEADER_BYTES;
-  }
-
   /**
    * Makes sure the live position is on a readable header: rolls to the next file at the end of
    * one (files are never empty, so at most one roll). Returns false at the end of all files.
@@ -383,70 +357,17 @@ export class SpillReader {
   private async ensureHeaderFile(): Promise<boolean> {
     const live = this.live;
     if (live.fileIndex >= this.files.length) return false;
-    await this.ensureFile(live.fileIndex);
-    if (live.offset < this.fileSize) return true;
+    await this.window.ensureFile(live.fileIndex);
+    if (live.offset < this.window.fileSize) return true;
     const next = live.fileIndex + 1;
     if (next >= this.files.length) return false;
     live.fileIndex = next;
     live.offset = 0;
-    await this.ensureFile(next);
-    if (this.fileSize === 0) {
+    await this.window.ensureFile(next);
+    if (this.window.fileSize === 0) {
       throw new SpillCorruptError(`${this.files[next]}: spill file is empty (files never are)`);
     }
     return true;
-  }
-
-  /** Opens file `index` (closing the previous one) if it is not the open one. Lazy. */
-  private async ensureFile(index: number): Promise<void> {
-    if (this.openIndex === index && this.file !== undefined) return;
-    const previous = this.file;
-    this.file = undefined;
-    this.buf = EMPTY;
-    if (previous !== undefined) await previous.close();
-    const path = this.files[index];
-    if (path === undefined) throw new SpillEOFError(`no spill file #${index}`);
-    const state = this.state!;
-    const file = await this.io(`open ${path}`, () => fsSeam.open(path, 'r'));
-    if (this.closed || state.isClosed) {
-      await file.close().catch(() => undefined);
-      throw new AbortedError(`open ${path}: spill state was closed`);
-    }
-    this.file = file;
-    this.openIndex = index;
-    try {
-      this.fileSize = await this.io(`stat ${path}`, () => file.size());
-    } catch (e) {
-      this.file = undefined;
-      await file.close().catch(() => undefined);
-      throw e;
-    }
-    // close() may have run while the stat was in flight (it closed this file): the caller's
-    // next read must see the close as an abort, not find the file gone from under it.
-    if (this.closed) throw new AbortedError(`stat ${path}: spill reader was closed`);
-  }
-
-  /**
-   * Up to `length` bytes at `offset` of the open file, from the read buffer when it has them,
-   * else from one large read. Fewer bytes only at the end of the file.
-   */
-  private async bytesAt(offset: number, length: number): Promise<Buffer> {
-    let start = offset - this.bufStart;
-    if (start < 0 || start >= this.buf.length || this.buf.length - start < Math.min(length, 1)) {
-      await this.fill(offset, length);
-      start = 0;
-    } else if (
-      this.buf.length - start < length &&
-      (this.buf.length - start < SEGMENT_HEADER_BYTES ||
-        (this.reuseBuffers && this.bufStart + this.buf.length < this.fileSize))
-    ) {
-      // A header straddles the end of the buffer: refill from the header's start. A reused
-      // buffer also refills for a straddling body, so the body is one slice: gathering it
-      // would allocate a fresh buffer per straddle, the garbage reuse exists to avoid.
-      await this.fill(offset, length);
-      start = 0;
-    }
-    const n = Math.min(length, this.buf.length - start);
-    return this.buf.subarray(start, start + n);
   }
 
   /**
@@ -464,56 +385,52 @@ export class SpillReader {
       throw e;
     }
   }
-
-  private async fill(offset: number, atLeast: number): Promise<void> {
-    const file = this.file;
-    // close() between an await of the caller and this read took the file away (G4).
-    if (file === undefined || this.closed) {
-      throw new AbortedError(`read ${this.files[this.openIndex]}: spill reader was closed`);
-    }
-    const size = Math.min(
-      Math.max(this.readChunkBytes, atLeast),
-      Math.max(0, this.fileSize - offset),
-    );
-    let buf: Buffer;
-    if (this.reuseBuffers) {
-      // The caller is done with every slice of the last fill. Forget it before reading: a
-      // failed or partial read must not leave `buf` describing bytes it overwrote.
-      this.buf = EMPTY;
-      if (this.spare === undefined || this.spare.length < size) {
-        this.spare = Buffer.allocUnsafeSlow(
-          Math.max(size, Math.min(this.readChunkBytes, this.fileSize)),
-        );
-      }
-      buf = this.spare;
-    } else {
-      // A fresh buffer per fill: the slices handed to consumers are theirs to keep.
-      buf = Buffer.allocUnsafe(size);
-    }
-    let got = 0;
-    while (got < size) {
-      const n = await this.io(`read ${file.path}`, () =>
-        file.read(buf, got, size - got, offset + got),
-      );
-      // Bytes that arrive after close() belong to nobody: a drainer stopped by closing its
-      // reader must not deliver them.
-      if (this.closed) throw new AbortedError(`read ${file.path}: spill reader was closed`);
-      if (n === 0) break;
-      got += n;
-    }
-    this.buf = buf.subarray(0, got);
-    this.bufStart = offset;
-  }
 }
 
-interface MutablePosition {
-  fileIndex: number;
-  offset: number;
-  gate: number;
-  channel: number;
-  remaining: number;
-  crcSoFar: number;
-  expectedCrc: number;
+/**
+ * The segment a reader handed out last: two fields, its methods on the prototype (a drain of
+ * hundreds of thousands of segments makes one each, G8). Stale once the next one is handed out.
+ */
+class SegmentHandle implements SpillSegment {
+  readonly gate: number;
+  readonly channel: number;
+  readonly length: number;
+
+  constructor(
+    private readonly reader: SpillReader,
+    private readonly serial: number,
+  ) {
+    this.gate = reader.live.gate;
+    this.channel = reader.live.channel;
+    this.length = reader.live.remaining;
+  }
+
+  get remaining(): number {
+    return this.serial === this.reader.serial ? this.reader.live.remaining : 0;
+  }
+
+  read(max: number): Promise<Buffer | null> {
+    try {
+      this.current();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.reader.readBody(max);
+  }
+
+  readBuffered(max: number): Buffer | null | undefined {
+    this.current();
+    return this.reader.readBuffered(max);
+  }
+
+  commit(): void {
+    this.current();
+    this.reader.commit();
+  }
+
+  private current(): void {
+    if (this.serial !== this.reader.serial) throw new MisuseError('segment is no longer current');
+  }
 }
 
 function hex(n: number): string {

@@ -1,0 +1,98 @@
+/**
+ * The drain's read-ahead (src/services/spill/read-ahead.ts): the next chunk's read is in
+ * flight while the current one is verified and delivered, nothing is read twice, and the G4
+ * fencing holds with a read running ahead.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ChannelInfo } from '../../src/services/channel.ts';
+import { AbortedError } from '../../src/services/errors.ts';
+import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
+import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
+import { SpillReader } from '../../src/services/spill/spill-reader.ts';
+import { exists, macrotasks, pauseOn, settle, withHangGuard } from '../helpers/async.ts';
+import { patternBytes, spill } from '../helpers/spill.ts';
+
+afterEach(() => resetFsSeam());
+
+const C0: ChannelInfo = { gate: 0, channel: 0 };
+const C1: ChannelInfo = { gate: 0, channel: 1 };
+const CHUNK = 16;
+
+/** Pauses the `n`-th read of the seam (1-based). */
+function pauseOnRead(n: number) {
+  let reads = 0;
+  return pauseOn((op) => op === 'read' && ++reads === n);
+}
+
+describe('drain read-ahead', () => {
+  it('the next chunk is read while the current one is delivered, and no byte is read twice', async () => {
+    const body = patternBytes(64);
+    const { state } = await spill([[C0, body]]);
+    const reader = SpillReader.open(state, CHUNK);
+    const segment = (await reader.nextSegment())!;
+    // The header's read and the one behind it: the second was issued before anyone asked.
+    expect(fsOpCounts().read).toBe(2);
+    const parts: Buffer[] = [];
+    for (let b = await segment.read(8); b !== null; b = await segment.read(8)) parts.push(b);
+    expect(Buffer.concat(parts)).toEqual(body);
+    // 80 bytes in 16-byte reads: exactly five, the last one issued ahead of the caller.
+    expect(fsOpCounts().read).toBe((SEGMENT_HEADER_BYTES + body.length) / CHUNK);
+    await reader.close();
+    await state.release();
+  });
+
+  it('with reused buffers a segment straddling a read is still one slice, and no byte is read twice', async () => {
+    const appends: [ChannelInfo, Buffer][] = [];
+    for (let i = 0; i < 12; i++) appends.push([i % 2 === 0 ? C0 : C1, patternBytes(10, i)]);
+    // One segment per append (the channel alternates): 26 bytes each, straddling 16-byte reads.
+    const { state } = await spill(appends);
+    const reader = SpillReader.open(state, CHUNK, { reuseBuffers: true });
+    for (const [info, expected] of appends) {
+      const segment = (await reader.nextSegment())!;
+      expect(segment.channel).toBe(info.channel);
+      const got = await segment.read(1024);
+      expect(got).toEqual(expected); // one read, one slice, the whole body
+      expect(await segment.read(1024)).toBeNull();
+    }
+    expect(await reader.nextSegment()).toBeNull();
+    expect(fsOpCounts().read).toBe(Math.ceil((12 * 26) / CHUNK));
+    await reader.close();
+    await state.release();
+  });
+
+  it('G4 no read lands after a forced close with a read-ahead in flight', async () => {
+    const body = patternBytes(64);
+    const { state, taskDir } = await spill([[C0, body]]);
+    const reader = SpillReader.open(state, CHUNK, { reuseBuffers: true });
+    const pause = pauseOnRead(2); // the read behind the header's
+    const segment = (await reader.nextSegment())!;
+    await withHangGuard(pause.reached, 'the read behind the header');
+    const closing = state.close();
+    await macrotasks();
+    // Never deleted under the read running ahead, though nobody waits for its bytes yet.
+    expect(await exists(taskDir)).toBe(true);
+    const reading = settle(segment.read(64));
+    pause.release();
+    await closing;
+    expect(await exists(taskDir)).toBe(false);
+    const error = await reading;
+    expect(error).toBeInstanceOf(AbortedError);
+    expect((error as NodeJS.ErrnoException).code).toBe('ERR_SPILLWAY_ABORTED');
+    await expect(reader.nextSegment()).rejects.toBeInstanceOf(AbortedError);
+    await reader.close();
+  });
+
+  it('G4 closing a reader does not wait for its read-ahead, and the late bytes are dropped', async () => {
+    const { state, taskDir } = await spill([[C0, patternBytes(64)]]);
+    const reader = SpillReader.open(state, CHUNK);
+    const pause = pauseOnRead(2);
+    const segment = (await reader.nextSegment())!;
+    await withHangGuard(pause.reached, 'the read behind the header');
+    await reader.close(); // returns with the read still paused: the hand-off holds the files
+    pause.release();
+    await macrotasks();
+    await expect(segment.read(64)).rejects.toBeInstanceOf(AbortedError);
+    await state.release();
+    expect(await exists(taskDir)).toBe(false);
+  });
+});
