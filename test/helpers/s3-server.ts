@@ -4,7 +4,9 @@
  * tests. s3rver 3.7.1 answers GetObject with ranges, multipart uploads and SigV4 checks, but
  * not ListMultipartUploads nor AbortMultipartUpload; those two are added in front of its router
  * over its own store (the uploads dir of a bucket holds one dir per open upload), so the
- * client's abort really removes the parts and the listing shows what really is there.
+ * client's abort really removes the parts and the listing shows what really is there. And as
+ * S3 does, a part for an upload that is not open is refused (NoSuchUpload), where s3rver would
+ * recreate the aborted upload around it.
  */
 import { createReadStream } from 'node:fs';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -78,6 +80,22 @@ export async function startLocalS3(buckets: string[]): Promise<LocalS3> {
       await rm(join(uploadsDir(bucket), uploadId), { recursive: true, force: true });
       ctx.status = 204;
       return;
+    }
+    if (ctx.method === 'PUT' && uploadId !== null && bucket && url.searchParams.has('partNumber')) {
+      // S3 refuses a part for an upload that is not (or no longer) open; s3rver would create
+      // the upload's dir again and keep the part, an orphan no real store would have.
+      const open = await stat(join(uploadsDir(bucket), uploadId, 'key')).then(
+        () => true,
+        () => false,
+      );
+      if (!open) {
+        ctx.status = 404;
+        ctx.type = 'application/xml';
+        ctx.body =
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code>' +
+          '<Message>The specified upload does not exist.</Message></Error>';
+        return;
+      }
     }
     if (ctx.method === 'GET' && url.searchParams.has('uploads') && rest.join('') === '' && bucket) {
       const list = await uploads(bucket);

@@ -11,6 +11,8 @@ import type { S3Options } from './remote-options.ts';
 import { parseS3Location, s3Client } from './s3-client.ts';
 import { s3Error } from './s3-source.ts';
 
+/** The pauses before the aborts after the first: time for a part still in flight to land. */
+const REABORT_AFTER_MS = [250, 750];
 /** S3's smallest part but the last is 5 MiB; 8 MiB keeps the request count low. */
 export const DEFAULT_PART_BYTES = 8 * 1024 * 1024;
 
@@ -119,11 +121,26 @@ export async function uploadFile(
   } catch (error) {
     if (uploadId !== undefined) {
       // Not under the caller's signal: an aborted signal is exactly when this must still run.
-      await client
-        .send(new s3.AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))
-        .catch((e: unknown) => {
+      const abort = () =>
+        client.send(
+          new s3.AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }),
+        );
+      const aborted = await abort().then(
+        () => true,
+        (e: unknown) => {
           if (error instanceof Error) addSuppressed(error, s3Error(shown, e));
-        });
+          return false;
+        },
+      );
+      // S3: "if any part uploads are currently in progress, those part uploads might or might
+      // not succeed … it might be necessary to abort a given multipart upload multiple times".
+      // A part whose request failed on our side (a reset) may still be landing at the store,
+      // and would be an orphan billed forever: abort again once it has had time to land.
+      // The later aborts usually find no such upload, which is the point.
+      for (const ms of aborted ? REABORT_AFTER_MS : []) {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        await abort().catch(() => undefined);
+      }
     }
     throw error;
   } finally {
