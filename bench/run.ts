@@ -15,6 +15,9 @@
  * on the temp dir (disk-bound: what a user sees) and on a tmpfs (the code's own cost), where
  * mounting one is allowed. Besides: `recover` through the CLI against `dd`, the CLI's start-up
  * against bare node, and with `growth` how cost grows (growth.ts).
+ *
+ * One file on purpose (~420 lines): the phases run in one order under one free-space check and
+ * one try/finally that deletes everything; each phase's measuring lives in its own module.
  */
 import { copyFile, mkdir, mkdtemp, open, rm, statfs } from 'node:fs/promises';
 import { loadavg } from 'node:os';

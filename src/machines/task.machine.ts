@@ -2,6 +2,9 @@
  * The task lifecycle: fetch → gap → drain → running, and the three endings. It owns the
  * registry (the resourceCloser) and records, in `context.ownership`, which actor owns each
  * spill resource at every instant (G2).
+ *
+ * One file on purpose (~410 lines): the statechart is one `setup(...).createMachine(...)`
+ * definition; the ownership maths its named actions call live in ownership.ts.
  */
 import { assign, enqueueActions, setup, type SnapshotFrom } from 'xstate';
 import { CancelledError, CheckpointDeclinedError, toError } from '../services/errors.ts';

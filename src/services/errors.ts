@@ -2,6 +2,9 @@
  * Typed errors shared by every layer. The rule they serve (G5): the first real cause is the
  * error; everything that goes wrong after it is attached to `.suppressed`, in order, and never
  * replaces it.
+ *
+ * One file on purpose (~490 lines, mostly TSDoc with an example per class): the classes and the
+ * `SpillwayErrorCode` union they must match stay side by side, so neither drifts.
  */
 
 /**

@@ -20,7 +20,7 @@ import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
-import { patternBytes, spill } from '../helpers/spill.ts';
+import { expectReadFenced, patternBytes, spill } from '../helpers/spill.ts';
 
 afterEach(() => resetFsSeam());
 
@@ -456,16 +456,7 @@ describe('SpillReader integrity, laziness and fencing (ours)', () => {
     await pause.reached;
     const closing = state.close();
     await macrotasks();
-    expect(await exists(taskDir)).toBe(true); // never deleted under the live read
-    pause.release();
-    await closing;
-    expect(await exists(taskDir)).toBe(false);
-    const error = await reading;
-    expect(error).toBeInstanceOf(AbortedError);
-    // The abort's own code, not the raw errno of the descriptor closed under the read.
-    expect((error as NodeJS.ErrnoException).code).toBe('ERR_SPILLWAY_ABORTED');
-    await expect(reader.nextSegment()).rejects.toBeInstanceOf(AbortedError);
-    await reader.close();
+    await expectReadFenced({ taskDir, release: () => pause.release(), closing, reading, reader });
   });
 
   it('G4 after a forced close a reader that has not opened its file gets AbortedError, not ENOENT', async () => {

@@ -3,6 +3,10 @@
  * resume from. Flink's `FetchedChannelStateReaderImpl` + `FetchedChannelStateSnapshot`
  * (docs §3.3), reading in large chunks with the next one in flight (read-ahead.ts) and
  * verifying each segment's CRC-32.
+ *
+ * One file on purpose (~440 lines): the segment handles, the file position and the read-ahead
+ * window (read-ahead.ts, spill-position.ts hold the parts that stand alone) meet in the fencing
+ * of G4, which must see every path that reads or closes a file.
  */
 import { crc32 } from '../crc32.ts';
 import {

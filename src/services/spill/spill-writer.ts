@@ -2,6 +2,10 @@
  * The spilling handler: turns a stream of (channel, bytes) into CRC-checked segments in
  * rotating `spill-segment-<N>.bin` files inside one exclusive task dir, then seals them into a
  * {@link FetchedChannelState}.
+ *
+ * One file on purpose (~480 lines, half of it TSDoc): the abort flag, the write behind the
+ * reading, file rotation and the discard share the writer's state, and G3 (no write after the
+ * abort decision) is only checkable where every path that grows a file is in view.
  */
 import { join } from 'node:path';
 import { crc32, crc32Combine, crc32Suffix } from '../crc32.ts';
