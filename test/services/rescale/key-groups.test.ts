@@ -40,7 +40,7 @@ describe('Arrays.hashCode(byte[]) by hand', () => {
   });
 });
 
-describe('murmurHash(int): the shared hash vectors (repo copy of ../shared/vectors/README.md)', () => {
+describe('murmurHash(int): the shared hash vectors (a copy kept in this repository)', () => {
   const vectors: [number, number][] = [
     [0, 593689054],
     [1, 68075478],
