@@ -143,6 +143,9 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
 
   const done = ended.then(async () => {
     await closeResources();
+    // An ending before the spill root was open (an aborted signal, say) must not leave its
+    // owner dir still being made after done: nothing of the task runs once done settles.
+    await spillRoot.catch(() => undefined);
     const snapshot = actor.getSnapshot();
     const ctx = snapshot.context;
     for (const stream of streams) stream.release(ctx.cause);

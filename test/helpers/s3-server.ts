@@ -5,8 +5,9 @@
  * not ListMultipartUploads nor AbortMultipartUpload; those two are added in front of its router
  * over its own store (the uploads dir of a bucket holds one dir per open upload), so the
  * client's abort really removes the parts and the listing shows what really is there. And as
- * S3 does, a part for an upload that is not open is refused (NoSuchUpload), where s3rver would
- * recreate the aborted upload around it.
+ * S3 does, a part for an upload that is not open is refused (NoSuchUpload), and one still in
+ * flight when its upload was aborted is dropped, where s3rver would recreate the aborted upload
+ * around it.
  */
 import { createReadStream } from 'node:fs';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -68,6 +69,7 @@ export async function startLocalS3(buckets: string[]): Promise<LocalS3> {
       })),
     );
   };
+  const aborted = new Set<string>();
   // The two multipart calls s3rver lacks, ahead of its router (Koa composes on listen).
   const koa = server as unknown as {
     middleware: ((ctx: KoaCtx, next: () => Promise<void>) => Promise<void>)[];
@@ -77,6 +79,7 @@ export async function startLocalS3(buckets: string[]): Promise<LocalS3> {
     const [bucket, ...rest] = url.pathname.slice(1).split('/');
     const uploadId = url.searchParams.get('uploadId');
     if (ctx.method === 'DELETE' && uploadId !== null && bucket) {
+      aborted.add(uploadId);
       await rm(join(uploadsDir(bucket), uploadId), { recursive: true, force: true });
       ctx.status = 204;
       return;
@@ -88,7 +91,7 @@ export async function startLocalS3(buckets: string[]): Promise<LocalS3> {
         () => true,
         () => false,
       );
-      if (!open) {
+      if (!open || aborted.has(uploadId)) {
         ctx.status = 404;
         ctx.type = 'application/xml';
         ctx.body =
@@ -96,6 +99,13 @@ export async function startLocalS3(buckets: string[]): Promise<LocalS3> {
           '<Message>The specified upload does not exist.</Message></Error>';
         return;
       }
+      await next();
+      // A part that was in flight when its upload was aborted: s3rver has just written it into
+      // a dir it made again. S3 keeps no upload an abort removed; neither does this server.
+      if (aborted.has(uploadId)) {
+        await rm(join(uploadsDir(bucket), uploadId), { recursive: true, force: true });
+      }
+      return;
     }
     if (ctx.method === 'GET' && url.searchParams.has('uploads') && rest.join('') === '' && bucket) {
       const list = await uploads(bucket);
