@@ -4,7 +4,7 @@
  * listing cannot disagree with the sweep it previews. It deletes, renames and creates nothing,
  * and never follows a symlink.
  */
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import type { Stats } from 'node:fs';
 import { SpillRootError } from '../errors.ts';
 import { fsSeam, listFiles } from '../fs.ts';
@@ -71,19 +71,18 @@ export interface SpillRootListing {
   readonly errors: readonly { path: string; message: string }[];
 }
 
-async function measure(path: string): Promise<{ files: number; bytes: number }> {
-  const files = await listFiles(path);
-  return { files: files.length, bytes: files.reduce((n, f) => n + f.size, 0) };
-}
-
-async function listTasks(ownerPath: string): Promise<TaskDirListing[]> {
+/** An owner dir's files and task dirs, from one walk of it (symlinks are never followed). */
+async function measureOwner(
+  ownerPath: string,
+): Promise<{ tasks: TaskDirListing[]; files: number; bytes: number }> {
+  const files = await listFiles(ownerPath);
   const tasks: TaskDirListing[] = [];
   let names: string[];
   try {
     names = await fsSeam.readdir(ownerPath);
   } catch (e) {
-    if (code(e) === 'ENOENT') return tasks;
-    throw e;
+    if (code(e) !== 'ENOENT') throw e;
+    names = [];
   }
   for (const name of names.sort()) {
     if (!name.startsWith('task-')) continue;
@@ -91,9 +90,10 @@ async function listTasks(ownerPath: string): Promise<TaskDirListing[]> {
     const st = await fsSeam.lstat(path).catch(() => undefined);
     // A symlink named like a task dir is not Spillway's and is never followed.
     if (st === undefined || !st.isDirectory()) continue;
-    tasks.push({ path, ...(await measure(path)) });
+    const inside = files.filter((f) => f.path.startsWith(`${path}${sep}`));
+    tasks.push({ path, files: inside.length, bytes: inside.reduce((n, f) => n + f.size, 0) });
   }
-  return tasks;
+  return { tasks, files: files.length, bytes: files.reduce((n, f) => n + f.size, 0) };
 }
 
 /**
@@ -156,8 +156,7 @@ export async function listSpillRoot(root: string): Promise<SpillRootListing> {
         alive: decision.action === 'keep',
         reason: decision.reason,
         ageMs: since === undefined ? undefined : Math.max(0, Date.now() - since),
-        tasks: enter ? await listTasks(path) : [],
-        ...(enter ? await measure(path) : { files: 0, bytes: 0 }),
+        ...(enter ? await measureOwner(path) : { tasks: [], files: 0, bytes: 0 }),
       });
     } catch (e) {
       errors.push({ path, message: message(e) });
