@@ -11,7 +11,7 @@ import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 import { vector } from '../helpers/checkpoints.ts';
 import { makeTempRoot, removeDir, tempDir } from '../helpers/temp.ts';
-import { lines, listTree, runCli, spillLeftovers } from './harness.ts';
+import { expectCorruptAt, listTree, runCli, spillLeftovers } from './harness.ts';
 
 interface Entry {
   offset: number;
@@ -137,12 +137,7 @@ async function expectRejected(file: string, offset: number): Promise<void> {
     '--max-spill-file-bytes',
     '256K',
   ]);
-  expect(run.code, run.stderr).toBe(2);
-  const errLines = lines(run.stderr);
-  expect(errLines, run.stderr).toHaveLength(1);
-  expect(errLines[0]).toContain(file);
-  expect(errLines[0]).toMatch(new RegExp(`at byte ${offset}\\b`));
-  expect(run.stderr).not.toContain('    at ');
+  expectCorruptAt(run, file, offset);
   expect(run.stdout).toBe('');
   expect(await spillLeftovers(root)).toEqual([]);
   expect(await listTree(out)).toEqual([]);

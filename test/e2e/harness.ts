@@ -127,6 +127,27 @@ export function lines(text: string): string[] {
   return text.split('\n').filter((l) => l.trim() !== '');
 }
 
+/**
+ * The bad-input contract of a corrupt checkpoint (DESIGN §4): exit 2 and one stderr line naming
+ * the file and the byte offset (and `reason`, when given), never a stack trace; returns the line.
+ */
+export function expectCorruptAt(
+  run: Finished,
+  file: string,
+  offset: number,
+  reason?: string | RegExp,
+): string {
+  expect(run.code, run.stderr).toBe(2);
+  const errLines = lines(run.stderr);
+  expect(errLines, run.stderr).toHaveLength(1);
+  const line = errLines[0]!;
+  expect(line).toContain(file);
+  expect(line).toMatch(new RegExp(`at byte ${offset}\\b`));
+  if (reason !== undefined) expect(line).toMatch(reason);
+  expect(run.stderr).not.toContain('    at ');
+  return line;
+}
+
 /** Plants an owner dir as another Spillway process would have left it, with a spill file. */
 export async function plantOwner(
   root: string,

@@ -261,7 +261,7 @@ describe('a closed stdout', () => {
 });
 
 /** A small tmpfs of our own, or the reason there is none (not root, no mount). */
-function mountTmpfs(dir: string, options: string): string | undefined {
+function tryMountTmpfs(dir: string, options: string): string | undefined {
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir], { stdio: 'pipe' });
     return undefined;
@@ -275,17 +275,32 @@ afterEach(() => {
   while (mounted.length > 0) execFileSync('umount', ['-l', mounted.pop()!], { stdio: 'ignore' });
 });
 
+/**
+ * `dir/name` with a tmpfs of `options` mounted on it for this test (unmounted after it), or the
+ * test skipped with the printed reason where mounting is refused.
+ */
+async function mountedTmpfs(
+  ctx: { skip(): void },
+  dir: string,
+  name: string,
+  options: string,
+  test: string,
+): Promise<string> {
+  const path = join(dir, name);
+  await mkdir(path);
+  const refused = tryMountTmpfs(path, options);
+  if (refused !== undefined) {
+    console.warn(`skipping the ${test} test: cannot mount a tmpfs here (${refused})`);
+    ctx.skip();
+  }
+  mounted.push(path);
+  return path;
+}
+
 describe('real read-only and full file systems', () => {
   it('an --out on a read-only file system is exit 1 naming EROFS, and nothing is left', async (ctx) => {
     const { dir, root } = await setup();
-    const ro = join(dir, 'ro');
-    await mkdir(ro);
-    const refused = mountTmpfs(ro, 'size=1m,ro');
-    if (refused !== undefined) {
-      console.warn(`skipping the read-only test: cannot mount a tmpfs here (${refused})`);
-      ctx.skip();
-    }
-    mounted.push(ro);
+    const ro = await mountedTmpfs(ctx, dir, 'ro', 'size=1m,ro', 'read-only');
     const run = await recover(small.path, join(ro, 'out'), root);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/EROFS/);
@@ -295,14 +310,7 @@ describe('real read-only and full file systems', () => {
 
   it('a full spill file system is exit 1 naming ENOSPC, and the spill root is left empty', async (ctx) => {
     const { dir, out } = await setup();
-    const full = join(dir, 'full');
-    await mkdir(full);
-    const refused = mountTmpfs(full, 'size=8m,mode=0700');
-    if (refused !== undefined) {
-      console.warn(`skipping the full-disk test: cannot mount a tmpfs here (${refused})`);
-      ctx.skip();
-    }
-    mounted.push(full);
+    const full = await mountedTmpfs(ctx, dir, 'full', 'size=8m,mode=0700', 'full-disk');
     const run = await recover(big.path, out, full);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/ENOSPC/);
@@ -313,15 +321,14 @@ describe('real read-only and full file systems', () => {
 
   it('ENOSPC creating the owner dir is exit 1 naming ENOSPC, not bad input', async (ctx) => {
     const { dir, out } = await setup();
-    const tiny = join(dir, 'tiny');
-    await mkdir(tiny);
     // nr_inodes=2: the root inode and `spillway/`; the owner dir has no inode left.
-    const refused = mountTmpfs(tiny, 'size=1m,nr_inodes=2,mode=0700');
-    if (refused !== undefined) {
-      console.warn(`skipping the inode-exhaustion test: cannot mount a tmpfs here (${refused})`);
-      ctx.skip();
-    }
-    mounted.push(tiny);
+    const tiny = await mountedTmpfs(
+      ctx,
+      dir,
+      'tiny',
+      'size=1m,nr_inodes=2,mode=0700',
+      'inode-exhaustion',
+    );
     const run = await recover(small.path, out, tiny);
     expect(run.code, run.stderr).toBe(1);
     expect(run.stderr).toMatch(/ENOSPC/);

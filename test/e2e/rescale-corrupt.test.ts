@@ -15,7 +15,7 @@ import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
 import { settle } from '../helpers/async.ts';
 import { serializeRecord, type V2Entry } from '../helpers/rescale-reference.ts';
 import { V2_ENTRY_HEADER_BYTES, writeV2 } from '../helpers/v2-checkpoints.ts';
-import { lines, listTree, makeTempRoot, runRecover, spillLeftovers } from './harness.ts';
+import { expectCorruptAt, listTree, makeTempRoot, runRecover, spillLeftovers } from './harness.ts';
 
 afterEach(() => resetFsSeam());
 
@@ -116,13 +116,7 @@ describe('rescaled recovery: record-level corruption', () => {
         '--rescale',
         '0/1',
       ]);
-      expect(run.code, run.stderr).toBe(2);
-      const errLines = lines(run.stderr);
-      expect(errLines, run.stderr).toHaveLength(1);
-      expect(errLines[0]).toContain(file);
-      expect(errLines[0]).toMatch(new RegExp(`at byte ${offset}\\b`));
-      expect(errLines[0]).toMatch(c.reason);
-      expect(run.stderr).not.toContain('    at ');
+      expectCorruptAt(run, file, offset, c.reason);
       expect(await spillLeftovers(root)).toEqual([]);
       expect(await listTree(out)).toEqual([]);
     });
