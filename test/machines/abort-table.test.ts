@@ -324,14 +324,14 @@ describe('abort table: gap (G)', () => {
       () => w.recovery.actor.getSnapshot().context.services.mailbox.pending === 1,
       'requestPartitions queued',
     );
-    const services = w.recovery.actor.getSnapshot().context.services;
+    const { services, ending } = w.recovery.actor.getSnapshot().context;
     expect(services.mailbox.close().names).toEqual(['requestPartitions']);
     await macrotasks(5);
     expect(w.recovery.actor.getSnapshot().value).toEqual({ alive: { restoring: 'gap' } });
     expect(w.recovery.actor.getSnapshot().context.ownership).toEqual({ fetchedState: 'gap' });
     w.recovery.cancel('after drop');
     // Leaving `alive` runs the resourceCloser: the close has begun before cancel() returns.
-    expect(services.registry.isClosed).toBe(true);
+    expect(ending.registry.isClosed).toBe(true);
     const error = await settle(w.recovery.done);
     blocker.resolve();
     expect(error).toBeInstanceOf(CancelledError);

@@ -415,7 +415,7 @@ class Replay {
         // No exit action runs on stop: the registry actor's disposer must hand every resource
         // to the backstop within stop() itself, or for a moment nobody owns them (G2).
         check(
-          this.services.registry.isClosed,
+          this.actor.getSnapshot().context.ending.registry.isClosed,
           'G2',
           () => 'actor.stop() returned and the registry backstop has not started closing',
         );
@@ -579,9 +579,9 @@ class Replay {
     // The registry backstop holds exactly the owned resources, besides the mailbox and executor:
     // no owned resource without a backstop, no stale entry for one that was already released.
     check(
-      services.registry.size === 2 + owned.length,
+      snap.context.ending.registry.size === 2 + owned.length,
       'G2',
-      () => `${where} but the registry holds ${services.registry.size - 2} resources`,
+      () => `${where} but the registry holds ${snap.context.ending.registry.size - 2} resources`,
     );
   }
 
@@ -659,7 +659,7 @@ class Replay {
   /** G2 once ended: nothing is owned any more, and the backstop has closed. */
   private checkFinalOwnership(): void {
     const snap = this.actor.getSnapshot();
-    check(snap.context.services.registry.isClosed, 'G2', () => 'the registry was never closed');
+    check(snap.context.ending.registry.isClosed, 'G2', () => 'the registry was never closed');
     if (snap.status === 'done') {
       check(
         Object.keys(snap.context.ownership).length === 0,

@@ -107,7 +107,7 @@ describe('race: a dropped mail against task end', () => {
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
         const snapshot = recovery.actor.getSnapshot();
         if (snapshot.status === 'done') expect(snapshot.context.ownership).toEqual({}); // G2
-        expect(snapshot.context.services.registry.isClosed).toBe(true);
+        expect(snapshot.context.ending.registry.isClosed).toBe(true);
       } finally {
         resetFsSeam();
       }
