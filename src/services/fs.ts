@@ -7,7 +7,11 @@
 import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { removeTree } from './remove-tree.ts';
+import { removeTree, type TreeOps } from './remove-tree.ts';
+
+// What the rest of Spillway needs of node:fs besides operations: nothing else imports it.
+export { constants as fsConstants } from 'node:fs';
+export type { Stats } from 'node:fs';
 
 /** Every operation the seam performs; faults and counts are keyed by these names. */
 export const FS_OPS = [
@@ -167,20 +171,7 @@ export class SeamFile {
   /** Writes every byte of `buffers` at the current end, in order, as one call where possible. */
   async write(...buffers: Buffer[]): Promise<number> {
     await gate('write', this.path);
-    let total = 0;
-    for (const b of buffers) total += b.length;
-    let written = (await this.handle.writev(buffers)).bytesWritten;
-    if (written < total) {
-      // Short writes are legal; finish the rest without re-entering the seam.
-      const rest = Buffer.concat(buffers).subarray(written);
-      let off = 0;
-      while (off < rest.length) {
-        const r = await this.handle.write(rest, off, rest.length - off);
-        off += r.bytesWritten;
-      }
-      written = total;
-    }
-    return written;
+    return writeAll(buffers, async (rest) => (await this.handle.writev(rest)).bytesWritten);
   }
 
   async sync(): Promise<void> {
@@ -205,16 +196,59 @@ export class SeamFile {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    let fault: unknown;
-    try {
-      await gate('close', this.path);
-    } catch (e) {
-      fault = e;
-    }
-    await this.handle.close();
-    if (fault !== undefined) throw fault;
+    await closeEvenIfFaulted(this.path, () => this.handle.close());
   }
 }
+
+/**
+ * Writes every byte of `buffers` with `writev`, which may write fewer than asked: short writes
+ * are legal, so the rest is written again, without re-entering the seam. Returns the total.
+ */
+async function writeAll(
+  buffers: readonly Buffer[],
+  writev: (buffers: Buffer[]) => Promise<number>,
+): Promise<number> {
+  let total = 0;
+  for (const b of buffers) total += b.length;
+  let rest = buffers as Buffer[];
+  let left = total;
+  for (;;) {
+    const written = await writev(rest);
+    if (written >= left) return total;
+    left -= written;
+    rest = [Buffer.concat(rest).subarray(written)];
+  }
+}
+
+/**
+ * The `close` operation: an injected fault still closes the descriptor, as a real failed
+ * close(2) does (no descriptor may leak through a test), and is thrown after it.
+ */
+async function closeEvenIfFaulted(path: string, close: () => Promise<void>): Promise<void> {
+  let fault: unknown;
+  try {
+    await gate('close', path);
+  } catch (e) {
+    fault = e;
+  }
+  await close();
+  if (fault !== undefined) throw fault;
+}
+
+/** The tree delete's operations: the listing and the unlinks are the seam's own (faults reach them). */
+const treeOps: TreeOps = {
+  lstat: (path) => fsp.lstat(path),
+  async readdir(path) {
+    await gate('readdir', path);
+    return fsp.readdir(path);
+  },
+  async unlink(path) {
+    await gate('unlink', path);
+    await fsp.unlink(path);
+  },
+  rmdir: (path) => fsp.rmdir(path),
+  rmAll: (path) => fsp.rm(path, { recursive: true, force: true }),
+};
 
 /** The seam itself: the only way Spillway touches the file system. */
 export const fsSeam = {
@@ -240,7 +274,7 @@ export const fsSeam = {
   /** Removes a file or a whole tree; missing paths are fine. Never follows symlinks. */
   async rm(path: string): Promise<void> {
     await gate('rm', path);
-    await removeTree(path);
+    await removeTree(path, treeOps);
   },
 
   async rename(from: string, to: string): Promise<void> {
@@ -291,9 +325,29 @@ export const fsSeam = {
     fs.rmSync(path, { recursive: true, force: true });
   },
 
+  /** Synchronous removal of an empty dir, for `process.on('exit')` (the `rm` operation). */
+  rmdirSync(path: string): void {
+    gateSync('rm', path);
+    fs.rmdirSync(path);
+  },
+
   readFileSync(path: string): Buffer {
     gateSync('readFile', path);
     return fs.readFileSync(path);
+  },
+
+  /**
+   * Reads a small file of /proc, the process's own identity (not counted, never faulted): a
+   * fault a test arms on the seam must not poison who this process is and name its owner dir
+   * wrongly.
+   */
+  readProcText(path: string): string {
+    return fs.readFileSync(path, 'utf8');
+  },
+
+  /** The inode of a /proc entry (a pid namespace); not counted, never faulted, as above. */
+  procInode(path: string): number {
+    return fs.statSync(path).ino;
   },
 
   /**
@@ -310,16 +364,13 @@ export const fsSeam = {
   /** Writes every byte of `buffers` at the descriptor's position (the `write` operation). */
   async writeFd(fd: number, path: string, buffers: readonly Buffer[]): Promise<void> {
     await gate('write', path);
-    let rest = buffers;
-    for (;;) {
-      const total = rest.reduce((n, b) => n + b.length, 0);
-      const written = await new Promise<number>((resolve, reject) =>
-        fs.writev(fd, rest as Buffer[], (error, n) => (error ? reject(error) : resolve(n))),
-      );
-      // Short writes are legal; finish the rest without re-entering the seam.
-      if (written >= total) return;
-      rest = [Buffer.concat(rest).subarray(written)];
-    }
+    await writeAll(
+      buffers,
+      (rest) =>
+        new Promise<number>((resolve, reject) =>
+          fs.writev(fd, rest, (error, n) => (error ? reject(error) : resolve(n))),
+        ),
+    );
   },
 
   /**
@@ -327,16 +378,13 @@ export const fsSeam = {
    * failed close(2) does: no descriptor may leak through a test.
    */
   async closeFd(fd: number, path: string): Promise<void> {
-    let fault: unknown;
-    try {
-      await gate('close', path);
-    } catch (e) {
-      fault = e;
-    }
-    await new Promise<void>((resolve, reject) =>
-      fs.close(fd, (error) => (error ? reject(error) : resolve())),
+    await closeEvenIfFaulted(
+      path,
+      () =>
+        new Promise<void>((resolve, reject) =>
+          fs.close(fd, (error) => (error ? reject(error) : resolve())),
+        ),
     );
-    if (fault !== undefined) throw fault;
   },
 };
 
