@@ -1,8 +1,9 @@
 /**
- * The one file-system seam. Every file operation Spillway performs goes through `fsSeam`, so
- * tests can make the N-th call of any operation fail with a real errno (ENOSPC, EIO, EACCES,
- * ENOENT), count what a recovery does, or pause an operation to force an interleaving, all
- * without mocking the unit under test.
+ * The one file-system seam. Every file operation Spillway performs goes through `fsSeam`, and
+ * nothing else under `src/` imports node:fs (the CLI and the bench aside). A fault seam handed
+ * in with {@link interceptFs} can make the N-th call of any operation fail with a real errno,
+ * count what a recovery does, or pause an operation to force an interleaving, all without
+ * mocking the unit under test; the fault registry itself is not here (src/pool/fault-seam.ts).
  */
 import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
@@ -13,7 +14,7 @@ import { removeTree, type TreeOps } from './remove-tree.ts';
 export { constants as fsConstants } from 'node:fs';
 export type { Stats } from 'node:fs';
 
-/** Every operation the seam performs; faults and counts are keyed by these names. */
+/** Every operation the seam performs; an interceptor sees these names. */
 export const FS_OPS = [
   'mkdir',
   'open',
@@ -34,122 +35,48 @@ export const FS_OPS = [
 ] as const;
 export type FsOp = (typeof FS_OPS)[number];
 
-/** The errno codes tests may inject. */
-export type FaultCode = 'ENOSPC' | 'EIO' | 'EACCES' | 'ENOENT';
-
-const FAULT_MESSAGES: Record<FaultCode, string> = {
-  ENOSPC: 'no space left on device',
-  EIO: 'i/o error',
-  EACCES: 'permission denied',
-  ENOENT: 'no such file or directory',
-};
-
-/** A fault armed on the seam: `op` fails at its `nth` call from now (1-based). */
-export interface FaultSpec {
-  op: FsOp;
-  code: FaultCode;
-  /** Which call (counted from when the fault is armed) fails; default 1. */
-  nth?: number;
-  /** Only calls whose path contains this string count. */
-  pathIncludes?: string;
-  /** How many consecutive calls fail once triggered; default 1. */
-  times?: number;
+/**
+ * What a fault seam (the demo's `src/pool/fault-seam.ts`, the tests' `test/helpers/fault-seam.ts`)
+ * hands the file seam: it runs before each operation and may fail it with a real errno, delay it,
+ * or count it. The product installs none, so its file operations pay one `undefined` check.
+ */
+export interface FsInterceptor {
+  /** Before an asynchronous operation; a returned promise delays it, a throw fails it. */
+  before(op: FsOp, path: string): void | Promise<void>;
+  /** Before a synchronous one (exit cleanup, where nothing async may run); a throw fails it. */
+  beforeSync(op: FsOp, path: string): void;
 }
 
-interface ArmedFault extends Required<Omit<FaultSpec, 'pathIncludes'>> {
-  pathIncludes: string | undefined;
-  seen: number;
-  fired: number;
-}
+let interceptor: FsInterceptor | undefined;
 
-/** Called before each operation; may return a promise to delay it (race tests). */
-export type FsHook = (op: FsOp, path: string) => void | Promise<void>;
-
-const faults: ArmedFault[] = [];
-const counts = new Map<FsOp, number>();
-let hook: FsHook | undefined;
-
-/** Makes a real-looking errno error, as Node itself would raise it. */
-export function makeFsError(code: FaultCode, op: FsOp, path: string): NodeJS.ErrnoException {
-  const error: NodeJS.ErrnoException = new Error(
-    `${code}: ${FAULT_MESSAGES[code]}, ${op} '${path}' (injected)`,
-  );
-  error.code = code;
-  error.syscall = op;
-  error.path = path;
-  return error;
-}
-
-/** Arms a fault; returns a function that disarms it. */
-export function injectFault(spec: FaultSpec): () => void {
-  const armed: ArmedFault = {
-    op: spec.op,
-    code: spec.code,
-    nth: spec.nth ?? 1,
-    times: spec.times ?? 1,
-    pathIncludes: spec.pathIncludes,
-    seen: 0,
-    fired: 0,
-  };
-  faults.push(armed);
-  return () => {
-    const i = faults.indexOf(armed);
-    if (i >= 0) faults.splice(i, 1);
-  };
-}
-
-/** Disarms every fault, removes the hook and resets the counters. */
-export function resetFsSeam(): void {
-  faults.length = 0;
-  counts.clear();
-  hook = undefined;
-}
-
-/** Installs (or with `undefined` removes) the hook run before each operation. */
-export function setFsHook(next: FsHook | undefined): void {
-  hook = next;
-}
-
-/** How many times each operation ran since the last reset (faulted calls included). */
-export function fsOpCounts(): Record<FsOp, number> {
-  const out = {} as Record<FsOp, number>;
-  for (const op of FS_OPS) out[op] = counts.get(op) ?? 0;
-  return out;
-}
-
-function faultFor(op: FsOp, path: string): NodeJS.ErrnoException | undefined {
-  counts.set(op, (counts.get(op) ?? 0) + 1);
-  for (const f of faults) {
-    if (f.op !== op) continue;
-    if (f.pathIncludes !== undefined && !path.includes(f.pathIncludes)) continue;
-    f.seen++;
-    if (f.seen >= f.nth && f.fired < f.times) {
-      f.fired++;
-      return makeFsError(f.code, op, path);
-    }
-  }
-  return undefined;
+/**
+ * Hands the seam an interceptor (or, with `undefined`, takes it away); returns the one it
+ * replaces.
+ *
+ * @example
+ * ```ts
+ * const previous = interceptFs(faultSeam);
+ * try { await run(); } finally { interceptFs(previous); }
+ * ```
+ */
+export function interceptFs(next: FsInterceptor | undefined): FsInterceptor | undefined {
+  const previous = interceptor;
+  interceptor = next;
+  return previous;
 }
 
 /**
- * Runs the hook and arms the faults before an operation. Synchronous (no promise) when no hook
- * is set, which is always outside tests: a file operation then costs the product no extra
- * promise, and at hundreds of thousands of small files those are what fill the heap.
+ * Runs the interceptor, if one was handed in, before an operation. Synchronous (no promise)
+ * without one, which is always outside tests and the demo's fault injection: a file operation
+ * then costs the product no extra promise, and at hundreds of thousands of small files those
+ * are what fill the heap.
  */
 function gate(op: FsOp, path: string): void | Promise<void> {
-  if (hook !== undefined) {
-    const current = hook;
-    return (async () => {
-      await current(op, path);
-      gateSync(op, path);
-    })();
-  }
-  gateSync(op, path);
+  return interceptor?.before(op, path);
 }
 
 function gateSync(op: FsOp, path: string): void {
-  const fault = faultFor(op, path);
-  if (fault !== undefined) throw fault;
+  interceptor?.beforeSync(op, path);
 }
 
 /** An open file whose reads, writes, syncs and close all pass through the seam. */

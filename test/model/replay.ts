@@ -32,7 +32,8 @@ import {
   RejectedError,
   suppressedOf,
 } from '../../src/services/errors.ts';
-import { makeFsError, resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
+import { type FsOp } from '../../src/services/fs.ts';
+import { seam, makeFsError } from '../helpers/fault-seam.ts';
 import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { RescaleOption } from '../../src/services/rescale/rescale-options.ts';
 import type { ModelPath } from './paths.ts';
@@ -256,10 +257,10 @@ class Replay {
   };
 
   async execute(): Promise<ReplayResult> {
-    resetFsSeam();
+    seam.resetFsSeam();
     this.spillRoot = await tempDir();
     this.outDir = await tempDir();
-    setFsHook(this.fsHook);
+    seam.setFsHook(this.fsHook);
     this.recovery = recoverChannelState({
       checkpoint: this.options.fixture.path,
       spillRoot: this.spillRoot,
@@ -690,7 +691,7 @@ class Replay {
 
   async cleanup(): Promise<void> {
     this.releaseAll();
-    resetFsSeam();
+    seam.resetFsSeam();
     if (this.recovery !== undefined) {
       if (this.actor.getSnapshot().status === 'active') this.actor.stop();
       await withHangGuard(this.recovery.done, 'done (cleanup)', this.hangMs).catch(() => undefined);

@@ -6,11 +6,12 @@
 import { lstat, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fsOpCounts, fsSeam, injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { fsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { exists } from '../helpers/async.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 describe('removeTree', () => {
   it('G1 removes a flat task dir of 200 spill files, and a missing path is fine', async () => {
@@ -56,11 +57,11 @@ describe('removeTree', () => {
     await mkdir(dir);
     for (let i = 0; i < 3; i++) await writeFile(join(dir, `spill-segment-${i}.bin`), 'x');
     const seen: string[] = [];
-    setFsHook((op, path) => void seen.push(`${op} ${path.slice(dir.length)}`));
-    injectFault({ op: 'unlink', code: 'EIO', pathIncludes: 'spill-segment-1.bin' });
+    seam.setFsHook((op, path) => void seen.push(`${op} ${path.slice(dir.length)}`));
+    seam.injectFault({ op: 'unlink', code: 'EIO', pathIncludes: 'spill-segment-1.bin' });
     await fsSeam.rm(dir);
     expect(await exists(dir)).toBe(false);
-    expect(fsOpCounts()).toMatchObject({ rm: 1, readdir: 1, unlink: 3 });
+    expect(seam.fsOpCounts()).toMatchObject({ rm: 1, readdir: 1, unlink: 3 });
     expect(seen).toContain('unlink /spill-segment-1.bin');
   });
 });
