@@ -10,7 +10,15 @@ import { SpillReader } from '../src/services/spill/spill-reader.ts';
 import { redactText } from '../src/services/checkpoint/redact.ts';
 
 /** Keys that hold services, refs or callbacks: never shown. */
-const OMITTED_KEYS = new Set(['services', 'parent', 'closeable', 'reply', 'signal', 'hooks']);
+const OMITTED_KEYS = new Set([
+  'services',
+  'ending',
+  'parent',
+  'closeable',
+  'reply',
+  'signal',
+  'hooks',
+]);
 const MAX_DEPTH = 5;
 const MAX_ITEMS = 50;
 const MAX_STRING = 400;

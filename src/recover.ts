@@ -10,7 +10,6 @@ import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import type { TaskHooks, TaskServices } from './machines/task-services.ts';
-import { CloseableRegistry } from './services/registry.ts';
 import { Mailbox } from './services/mailbox.ts';
 import { SerialExecutor } from './services/executor.ts';
 import { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
@@ -45,13 +44,7 @@ export type {
   SpillLimits,
   TaskHooks,
 };
-import {
-  AbortedError,
-  CancelledError,
-  addSuppressed,
-  suppressedOf,
-  toError,
-} from './services/errors.ts';
+import { AbortedError } from './services/errors.ts';
 
 /** What tests and the demo's pool add to the public options. */
 export interface StartOptions extends PublicRecoverOptions {
@@ -88,26 +81,8 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     if (isStreamConsumer(consumer)) streams.add(consumer);
     return consumer;
   };
-  const registry = new CloseableRegistry();
   const mailbox = new Mailbox();
   const executor = new SerialExecutor(`channel-io-${taskId}`);
-  // Flink's registration order, so the reverse close order matches StreamTask: resources
-  // (registered later) first, then the executor drains, then the mailbox closes last.
-  registry.register({ close: () => void mailbox.close() });
-  registry.register({ close: () => executor.shutdown() });
-
-  let closing: Promise<void> | undefined;
-  let cleanupError: Error | undefined;
-  const closeResources = (): Promise<void> => {
-    closing ??= registry.close().then(
-      () => registry.settled(),
-      async (error: unknown) => {
-        cleanupError = toError(error);
-        await registry.settled();
-      },
-    );
-    return closing;
-  };
 
   const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot));
   // Surfaces through the fetch stage; do not let an unused rejection crash the process.
@@ -123,12 +98,9 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     abandonAfterMs: options.abandonAfterMs,
     channels,
     progress,
-    registry,
     mailbox,
     executor,
     hooks: options.hooks ?? {},
-    lateErrors: [],
-    closeResources,
   };
 
   const actor = createActor(options.machine ?? taskMachine, {
@@ -142,7 +114,10 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
   });
 
   const done = ended.then(async () => {
-    await closeResources();
+    const { ending } = actor.getSnapshot().context;
+    // Already started by the machine's exit action or the registry actor's disposer: this
+    // waits for it (services/task-ending.ts tells the story).
+    await ending.close();
     // An ending before the spill root was open (an aborted signal, say) must not leave its
     // owner dir still being made after done: nothing of the task runs once done settles.
     await spillRoot.catch(() => undefined);
@@ -150,28 +125,14 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     const ctx = snapshot.context;
     for (const stream of streams) stream.release(ctx.cause);
     streams.clear();
-    let primary: Error | undefined;
-    if (snapshot.status === 'error') primary = toError(snapshot.error);
-    else if (snapshot.status === 'stopped') {
-      primary = ctx.cause ?? new CancelledError('task actor stopped');
-    } else if (snapshot.value !== 'finished') primary = ctx.cause;
-    // Row C1: a failed close or delete is never lost. It is the failure of a task that
-    // otherwise finished (even when the registry's retry removed the files after all: the
-    // spill disk is failing, and the caller must hear of it), and suppressed under a real cause.
-    const cleanupErrors = [...ctx.cleanupErrors];
-    if (cleanupError !== undefined) cleanupErrors.push(cleanupError);
-    if (primary === undefined) {
-      const [first, ...later] = cleanupErrors;
-      if (first === undefined) return buildReport(taskId, ctx, started);
-      for (const e of later) addSuppressed(first, e);
-      throw first;
-    }
-    for (const e of services.lateErrors) addSuppressed(primary, e);
-    for (const e of cleanupErrors) {
-      addSuppressed(primary, e);
-      for (const s of suppressedOf(e)) addSuppressed(primary, s);
-    }
-    throw primary;
+    const error = ending.outcome({
+      status: snapshot.status,
+      value: snapshot.value,
+      error: snapshot.error,
+      cause: ctx.cause,
+    });
+    if (error !== undefined) throw error;
+    return buildReport(taskId, ctx, started);
   });
 
   const cancel = (reason?: unknown) => {

@@ -4,10 +4,12 @@ import type { DrainReport, Drainer } from '../services/spill/drainer.ts';
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { addSuppressed, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
-import type { TaskServices } from './task-services.ts';
+import type { LateErrors, TaskServices } from './task-services.ts';
 
 export interface DrainInput {
   services: TaskServices;
+  /** Where an error raised after the stage was stopped goes (never the cause). */
+  ending: LateErrors;
   parent: TaskRef;
   state: FetchedChannelState;
   drainer: Drainer;
@@ -19,7 +21,7 @@ export interface DrainInput {
  * cancelled drain stops at its next buffer and the state's fence turns reads into AbortedError.
  */
 export const drainChannels = fromPromise<DrainReport, DrainInput>(async ({ input, signal }) => {
-  const { services, drainer, parent } = input;
+  const { services, ending, drainer, parent } = input;
   const onAbort = () => drainer.stop();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -42,7 +44,7 @@ export const drainChannels = fromPromise<DrainReport, DrainInput>(async ({ input
       return report;
     });
   } catch (error) {
-    if (signal.aborted) services.lateErrors.push(toError(error));
+    if (signal.aborted) ending.lateError(error);
     throw error;
   } finally {
     signal.removeEventListener('abort', onAbort);

@@ -3,10 +3,12 @@ import { assign, fromPromise, setup } from 'xstate';
 import { fetchToSpill, type FetchReport } from '../services/spill/fetch-stage.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
-import type { TaskServices } from './task-services.ts';
+import type { LateErrors, TaskServices } from './task-services.ts';
 
 export interface FetchInput {
   services: TaskServices;
+  /** Where an error raised after the stage was stopped goes (never the cause). */
+  ending: LateErrors;
   parent: TaskRef;
 }
 
@@ -35,7 +37,7 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
   const handOffAtAcquisition = wiring.handOffAtAcquisition ?? true;
   const honourAbort = wiring.honourAbort ?? true;
   return fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
-    const { services, parent } = input;
+    const { services, ending, parent } = input;
     try {
       await services.hooks.beforeStage?.('fetch', services);
       const taskDir = await services.taskDir();
@@ -87,7 +89,7 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
       const { state: _handedOff, ...output } = result;
       return output;
     } catch (error) {
-      if (signal.aborted) services.lateErrors.push(toError(error));
+      if (signal.aborted) ending.lateError(error);
       throw error;
     }
   });
@@ -115,7 +117,11 @@ export const fetchMachine = setup({
       invoke: {
         id: 'spill',
         src: 'spillCheckpoint',
-        input: ({ context }) => ({ services: context.services, parent: context.parent }),
+        input: ({ context }) => ({
+          services: context.services,
+          ending: context.ending,
+          parent: context.parent,
+        }),
         onDone: {
           target: 'handedOff',
           actions: assign({ output: ({ event }) => event.output }),

@@ -6,10 +6,12 @@ import { channelId } from '../services/channel.ts';
 import { type FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
-import type { TaskServices } from './task-services.ts';
+import type { LateErrors, TaskServices } from './task-services.ts';
 
 export interface GapInput {
   services: TaskServices;
+  /** Where an error raised after the stage was stopped goes (never the cause). */
+  ending: LateErrors;
   parent: TaskRef;
   state: FetchedChannelState;
 }
@@ -23,14 +25,14 @@ export interface GapContext extends GapInput {
  * its promise never settles (row G3): the task's registry already owns the state, so nothing
  * here has to be cleaned up by this actor.
  */
-function mail<T>(services: TaskServices, name: string, signal: AbortSignal, body: () => T) {
-  return services.mailbox
+function mail<T>(input: GapInput, name: string, signal: AbortSignal, body: () => T) {
+  return input.services.mailbox
     .execute(name, () => {
       if (signal.aborted) throw new AbortedError(`${name}: gap stage already stopped`);
       return body();
     })
     .catch((error: unknown) => {
-      if (signal.aborted) services.lateErrors.push(toError(error));
+      if (signal.aborted) input.ending.lateError(error);
       throw error;
     });
 }
@@ -38,7 +40,7 @@ function mail<T>(services: TaskServices, name: string, signal: AbortSignal, body
 export const requestPartitions = fromPromise<Map<number, ChannelConsumer>, GapInput>(
   async ({ input, signal }) => {
     await input.services.hooks.beforeStage?.('gap', input.services);
-    return mail(input.services, 'requestPartitions', signal, () => {
+    return mail(input, 'requestPartitions', signal, () => {
       const consumers = new Map<number, ChannelConsumer>();
       for (const info of input.state.channels) {
         consumers.set(channelId(info), input.services.channels(info));
@@ -52,7 +54,7 @@ export const buildDrainer = fromPromise<
   void,
   GapInput & { consumers: Map<number, ChannelConsumer> }
 >(({ input, signal }) =>
-  mail(input.services, 'buildDrainer', signal, () => {
+  mail(input, 'buildDrainer', signal, () => {
     const drainer = new Drainer(input.state, input.consumers, {
       ...input.services.limits,
       progress: input.services.progress,
@@ -67,7 +69,7 @@ export const buildDrainer = fromPromise<
 );
 
 export const installTrigger = fromPromise<void, GapInput>(({ input, signal }) =>
-  mail(input.services, 'installTrigger', signal, () => {
+  mail(input, 'installTrigger', signal, () => {
     input.parent.send({ type: 'TRIGGER.INSTALLED' });
   }),
 );

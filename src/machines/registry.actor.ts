@@ -1,16 +1,16 @@
 /**
- * The task's backstop as an actor: it keeps the task's registry (Flink's resourceCloser) and
- * closes it from its disposer. XState runs no exit actions on a bare `actor.stop()`, but it
- * always runs a `fromCallback` disposer, so this is what makes G1 hold for a stopped actor.
+ * The task's backstop as an actor: it tells the task's ending (services/task-ending.ts) each
+ * ownership move, and starts its close from its disposer. XState runs no exit actions on a bare
+ * `actor.stop()`, but it always runs a `fromCallback` disposer, so this is what makes G1 hold
+ * for a stopped actor.
  */
 import { fromCallback } from 'xstate';
-import type { CloseableRegistry } from '../services/registry.ts';
+import type { TaskEnding } from '../services/task-ending.ts';
 import type { RegistryEvent } from './events.ts';
 
 export interface RegistryActorInput {
-  registry: CloseableRegistry;
-  /** Starts the close (idempotent); the same call the task's exit action makes. */
-  closeResources: () => Promise<void>;
+  /** The task's ending: its registry, its (idempotent) close. */
+  ending: Pick<TaskEnding, 'own' | 'disown' | 'close'>;
 }
 
 export const registryActor = fromCallback<RegistryEvent, RegistryActorInput>(
@@ -18,20 +18,12 @@ export const registryActor = fromCallback<RegistryEvent, RegistryActorInput>(
     // The registry keys each entry by its resource id: the task's ownership map and the
     // registry are the only two records of who holds what, both fed by the same moves.
     receive((event) => {
-      if (event.type === 'close') {
-        void input.closeResources();
-      } else if (event.type === 'own') {
-        try {
-          input.registry.register(event.closeable, event.resource);
-        } catch {
-          // Registry already closed (row F5): it closed the argument itself; the task is ending.
-        }
-      } else {
-        input.registry.unregister(event.resource);
-      }
+      if (event.type === 'close') void input.ending.close();
+      else if (event.type === 'own') input.ending.own(event.resource, event.closeable);
+      else input.ending.disown(event.resource);
     });
-    // Synchronous disposer, asynchronous close: the promise is kept by closeResources and
-    // awaited by `done`, so the close is tracked, not fire-and-forget.
-    return () => void input.closeResources();
+    // Synchronous disposer, asynchronous close: the promise is kept by the ending and awaited
+    // by `done`, so the close is tracked, not fire-and-forget.
+    return () => void input.ending.close();
   },
 );

@@ -1,8 +1,8 @@
 /**
  * What one task's actors share: the services a Flink StreamTask would own (mailbox, channel-IO
- * executor, the resourceCloser registry) plus the task's inputs. Built by `recoverChannelState`.
+ * executor) plus the task's inputs. Built by `recoverChannelState`; the task machine makes the
+ * rest (its ending: the registry, the close, the first cause) itself.
  */
-import type { CloseableRegistry } from '../services/registry.ts';
 import type { Mailbox } from '../services/mailbox.ts';
 import type { SerialExecutor } from '../services/executor.ts';
 import type { ChannelInfo } from '../services/channel.ts';
@@ -43,17 +43,12 @@ export interface TaskServices {
   /** How long an ending waits for a consumer that has not returned (G11). */
   readonly abandonAfterMs: number | undefined;
   readonly channels: (info: ChannelInfo) => ChannelConsumer;
-  /** The task's resourceCloser: the backstop for every resource handed over. */
-  readonly registry: CloseableRegistry;
   readonly mailbox: Mailbox;
   readonly executor: SerialExecutor;
   readonly hooks: TaskHooks;
-  /**
-   * Errors a stage raised after its actor was stopped. XState drops a stopped promise actor's
-   * rejection; these are consequences of the ending and are attached to the result as
-   * suppressed, never lost and never the cause (G5).
-   */
-  readonly lateErrors: Error[];
-  /** Starts closing the registry (idempotent): the resourceCloser. */
-  readonly closeResources: () => Promise<void>;
+}
+
+/** What a stage keeps of the task's ending: where an error raised after its stop goes. */
+export interface LateErrors {
+  lateError(error: unknown): void;
 }

@@ -9,6 +9,7 @@
 import { assign, enqueueActions, setup, type SnapshotFrom } from 'xstate';
 import { CancelledError, CheckpointDeclinedError, toError } from '../services/errors.ts';
 import type { Closeable } from '../services/registry.ts';
+import { TaskEnding } from '../services/task-ending.ts';
 import type { Drainer, DrainReport } from '../services/spill/drainer.ts';
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import type { SpillReader } from '../services/spill/spill-reader.ts';
@@ -65,10 +66,10 @@ export interface TaskContext {
   /** The first real cause of a failure or cancellation (G5). */
   cause: Error | undefined;
   /**
-   * Failed closes its stages reported while letting go of a resource (row C1): the task's
-   * failure if it otherwise finishes, suppressed under its cause if not.
+   * The task's ending (services/task-ending.ts): its registry, the close, and the errors that
+   * come after the cause. Made with the actor; this machine is its only owner.
    */
-  cleanupErrors: Error[];
+  ending: TaskEnding;
 }
 
 /**
@@ -185,9 +186,7 @@ export const taskMachine = setup({
           ),
         );
         // Row C1: a failed close is the task's failure if it otherwise finishes.
-        if (error !== undefined) {
-          enqueue.assign({ cleanupErrors: [...context.cleanupErrors, error] });
-        }
+        if (error !== undefined) enqueue(() => context.ending.cleanupFailed(error));
       },
     ),
     startCheckpointWriter: enqueueActions(
@@ -244,17 +243,14 @@ export const taskMachine = setup({
     drain: undefined,
     checkpoints: 0,
     cause: undefined,
-    cleanupErrors: [],
+    ending: new TaskEnding(input.services),
   }),
   // Root-level, so it lives exactly as long as the task; its disposer is the backstop for a
   // bare actor.stop(), where no exit action runs.
   invoke: {
     id: 'registry',
     src: 'registryActor',
-    input: ({ context }) => ({
-      registry: context.services.registry,
-      closeResources: context.services.closeResources,
-    }),
+    input: ({ context }) => ({ ending: context.ending }),
   },
   initial: 'alive',
   states: {
@@ -329,7 +325,11 @@ export const taskMachine = setup({
               invoke: {
                 id: 'fetch',
                 src: 'fetchMachine',
-                input: ({ context, self }) => ({ services: context.services, parent: self }),
+                input: ({ context, self }) => ({
+                  services: context.services,
+                  ending: context.ending,
+                  parent: self,
+                }),
                 onDone: {
                   target: 'gap',
                   actions: {
@@ -348,6 +348,7 @@ export const taskMachine = setup({
                 src: 'gapMachine',
                 input: ({ context, self }) => ({
                   services: context.services,
+                  ending: context.ending,
                   parent: self,
                   state: context.state!,
                 }),
@@ -363,6 +364,7 @@ export const taskMachine = setup({
                 src: 'drainMachine',
                 input: ({ context, self }) => ({
                   services: context.services,
+                  ending: context.ending,
                   parent: self,
                   state: context.state!,
                   drainer: context.drainer!,

@@ -9,7 +9,8 @@ import type { TaskHooks } from '../recover.ts';
 import type { TaskServices } from '../machines/task-services.ts';
 import { channelKey, type ChannelConsumer, type ChannelInfo } from '../services/channel.ts';
 import { crc32 } from '../services/crc32.ts';
-import { injectFault, type FsHook, type FsOp } from '../services/fs.ts';
+import type { FsOp } from '../services/fs.ts';
+import { faultSeam, type FsHook } from './fault-seam.ts';
 import { SPILL_FILE_NAME_RE } from '../services/spill/segment-format.ts';
 import { InjectedFaultError } from './faults.ts';
 import { taskDirMarker, taskIdInPath, type ChannelTrack, type LoopState } from './loop.ts';
@@ -61,19 +62,44 @@ export class FaultInjector {
     const taskDir = taskDirMarker(state.id);
     switch (plan.kind) {
       case 'fetch-error':
-        return injectFault({ op: 'read', code: 'EIO', nth: plan.nth, pathIncludes: state.input });
+        return faultSeam().injectFault({
+          op: 'read',
+          code: 'EIO',
+          nth: plan.nth,
+          pathIncludes: state.input,
+        });
       case 'close-error':
-        return injectFault({ op: 'close', code: 'EIO', nth: plan.nth, pathIncludes: taskDir });
+        return faultSeam().injectFault({
+          op: 'close',
+          code: 'EIO',
+          nth: plan.nth,
+          pathIncludes: taskDir,
+        });
       case 'enospc':
-        return injectFault({ op: 'write', code: 'ENOSPC', nth: plan.nth, pathIncludes: taskDir });
+        return faultSeam().injectFault({
+          op: 'write',
+          code: 'ENOSPC',
+          nth: plan.nth,
+          pathIncludes: taskDir,
+        });
       case 'cancel-after-failure':
         if (plan.variant === 'fetch') {
-          return injectFault({ op: 'write', code: 'ENOSPC', nth: plan.nth, pathIncludes: taskDir });
+          return faultSeam().injectFault({
+            op: 'write',
+            code: 'ENOSPC',
+            nth: plan.nth,
+            pathIncludes: taskDir,
+          });
         }
         return () => undefined;
       case 'drain-error':
         if (plan.variant === 'spill-read') {
-          return injectFault({ op: 'read', code: 'EIO', nth: plan.nth, pathIncludes: taskDir });
+          return faultSeam().injectFault({
+            op: 'read',
+            code: 'EIO',
+            nth: plan.nth,
+            pathIncludes: taskDir,
+          });
         }
         return () => undefined;
       default:

@@ -8,7 +8,7 @@ import { readCheckpoint } from '../services/checkpoint/reader.ts';
 import { channelKey } from '../services/channel.ts';
 import { crc32 } from '../services/crc32.ts';
 import { SpillwayError } from '../services/errors.ts';
-import { setFsHook } from '../services/fs.ts';
+import { faultSeam } from './fault-seam.ts';
 import type { SpillRoot } from '../services/spill-root/spill-root.ts';
 import { FilteringSpill } from '../services/rescale/filtering-spill.ts';
 import { recordRules, type RescaleOption } from '../services/rescale/rescale-options.ts';
@@ -121,7 +121,7 @@ export async function measureOps(options: {
     buffers: 0,
   };
   let fetching = true;
-  setFsHook((op, path) => {
+  faultSeam().setFsHook((op, path) => {
     if (op === 'read' && path === checkpoint) ops.checkpointReads++;
     if (!path.includes(inTask)) return;
     if (op === 'write') ops.spillWrites++;
@@ -144,7 +144,7 @@ export async function measureOps(options: {
     });
     await recovery.done;
   } finally {
-    setFsHook(undefined);
+    faultSeam().setFsHook(undefined);
   }
   const left = await taskDirsOf(spill.ownerDir, id);
   if (left.length > 0) throw new SpillwayError(`calibration recovery left ${left[0]} behind (G1)`);

@@ -17,7 +17,8 @@ import type { InspectionEvent } from 'xstate';
 import { recoverChannelState, type RecoveryReport, type SpillLimits } from '../recover.ts';
 import { stageOf } from '../machines/task.machine.ts';
 import { MisuseError } from '../services/errors.ts';
-import { fsSeam, setFsHook, type FsHook } from '../services/fs.ts';
+import { fsSeam } from '../services/fs.ts';
+import { faultSeam, type FsHook } from './fault-seam.ts';
 import { SpillRoot } from '../services/spill-root/spill-root.ts';
 import {
   DEFAULT_BUFFER_BYTES,
@@ -216,7 +217,7 @@ export class TaskManager {
     const onAbort = () => stop.abort(options.signal?.reason);
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
-    setFsHook(this.injector.fsHook);
+    faultSeam().setFsHook(this.injector.fsHook);
     const every = this.options.sampleEveryMs ?? 100;
     const timer = setInterval(() => void this.sample().catch(() => undefined), every);
     const end = this.nextLoop + loops;
@@ -234,7 +235,7 @@ export class TaskManager {
       // Nothing is live now: whatever the spill root still holds of ours is a leak.
       await this.sample().catch((e) => this.note(`final sample failed: ${errorText(e)}`));
       if (this.options.privateRoot === true) await this.census.checkSpillwayDir();
-      setFsHook(undefined);
+      faultSeam().setFsHook(undefined);
       this.running = false;
     }
     return this.metrics;

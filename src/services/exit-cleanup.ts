@@ -5,7 +5,6 @@
  * synchronous removal. (`kill -9` skips it; the sweep covers that, G7.) The hook is installed
  * the first time something is registered, never at import.
  */
-import { rmdirSync } from 'node:fs';
 import { fsSeam } from './fs.ts';
 
 /** path → whether it goes only if empty (a dir of the user's we created, never their files). */
@@ -31,7 +30,7 @@ export function removeAtExit(path: string, options: { ifEmpty?: boolean } = {}):
     // Insertion order: a staging dir before the output dir that holds it.
     for (const [p, ifEmpty] of paths) {
       try {
-        if (ifEmpty) rmdirSync(p);
+        if (ifEmpty) fsSeam.rmdirSync(p);
         else fsSeam.rmSync(p);
       } catch {
         // Nothing to report to at exit; the next start's sweep removes what is left.

@@ -1,15 +1,20 @@
 /**
- * The one file-system seam. Every file operation Spillway performs goes through `fsSeam`, so
- * tests can make the N-th call of any operation fail with a real errno (ENOSPC, EIO, EACCES,
- * ENOENT), count what a recovery does, or pause an operation to force an interleaving, all
- * without mocking the unit under test.
+ * The one file-system seam. Every file operation Spillway performs goes through `fsSeam`, and
+ * nothing else under `src/` imports node:fs (the CLI and the bench aside). A fault seam handed
+ * in with {@link interceptFs} can make the N-th call of any operation fail with a real errno,
+ * count what a recovery does, or pause an operation to force an interleaving, all without
+ * mocking the unit under test; the fault registry itself is not here (src/pool/fault-seam.ts).
  */
 import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { removeTree } from './remove-tree.ts';
+import { removeTree, type TreeOps } from './remove-tree.ts';
 
-/** Every operation the seam performs; faults and counts are keyed by these names. */
+// What the rest of Spillway needs of node:fs besides operations: nothing else imports it.
+export { constants as fsConstants } from 'node:fs';
+export type { Stats } from 'node:fs';
+
+/** Every operation the seam performs; an interceptor sees these names. */
 export const FS_OPS = [
   'mkdir',
   'open',
@@ -30,122 +35,48 @@ export const FS_OPS = [
 ] as const;
 export type FsOp = (typeof FS_OPS)[number];
 
-/** The errno codes tests may inject. */
-export type FaultCode = 'ENOSPC' | 'EIO' | 'EACCES' | 'ENOENT';
-
-const FAULT_MESSAGES: Record<FaultCode, string> = {
-  ENOSPC: 'no space left on device',
-  EIO: 'i/o error',
-  EACCES: 'permission denied',
-  ENOENT: 'no such file or directory',
-};
-
-/** A fault armed on the seam: `op` fails at its `nth` call from now (1-based). */
-export interface FaultSpec {
-  op: FsOp;
-  code: FaultCode;
-  /** Which call (counted from when the fault is armed) fails; default 1. */
-  nth?: number;
-  /** Only calls whose path contains this string count. */
-  pathIncludes?: string;
-  /** How many consecutive calls fail once triggered; default 1. */
-  times?: number;
+/**
+ * What a fault seam (the demo's `src/pool/fault-seam.ts`, the tests' `test/helpers/fault-seam.ts`)
+ * hands the file seam: it runs before each operation and may fail it with a real errno, delay it,
+ * or count it. The product installs none, so its file operations pay one `undefined` check.
+ */
+export interface FsInterceptor {
+  /** Before an asynchronous operation; a returned promise delays it, a throw fails it. */
+  before(op: FsOp, path: string): void | Promise<void>;
+  /** Before a synchronous one (exit cleanup, where nothing async may run); a throw fails it. */
+  beforeSync(op: FsOp, path: string): void;
 }
 
-interface ArmedFault extends Required<Omit<FaultSpec, 'pathIncludes'>> {
-  pathIncludes: string | undefined;
-  seen: number;
-  fired: number;
-}
+let interceptor: FsInterceptor | undefined;
 
-/** Called before each operation; may return a promise to delay it (race tests). */
-export type FsHook = (op: FsOp, path: string) => void | Promise<void>;
-
-const faults: ArmedFault[] = [];
-const counts = new Map<FsOp, number>();
-let hook: FsHook | undefined;
-
-/** Makes a real-looking errno error, as Node itself would raise it. */
-export function makeFsError(code: FaultCode, op: FsOp, path: string): NodeJS.ErrnoException {
-  const error: NodeJS.ErrnoException = new Error(
-    `${code}: ${FAULT_MESSAGES[code]}, ${op} '${path}' (injected)`,
-  );
-  error.code = code;
-  error.syscall = op;
-  error.path = path;
-  return error;
-}
-
-/** Arms a fault; returns a function that disarms it. */
-export function injectFault(spec: FaultSpec): () => void {
-  const armed: ArmedFault = {
-    op: spec.op,
-    code: spec.code,
-    nth: spec.nth ?? 1,
-    times: spec.times ?? 1,
-    pathIncludes: spec.pathIncludes,
-    seen: 0,
-    fired: 0,
-  };
-  faults.push(armed);
-  return () => {
-    const i = faults.indexOf(armed);
-    if (i >= 0) faults.splice(i, 1);
-  };
-}
-
-/** Disarms every fault, removes the hook and resets the counters. */
-export function resetFsSeam(): void {
-  faults.length = 0;
-  counts.clear();
-  hook = undefined;
-}
-
-/** Installs (or with `undefined` removes) the hook run before each operation. */
-export function setFsHook(next: FsHook | undefined): void {
-  hook = next;
-}
-
-/** How many times each operation ran since the last reset (faulted calls included). */
-export function fsOpCounts(): Record<FsOp, number> {
-  const out = {} as Record<FsOp, number>;
-  for (const op of FS_OPS) out[op] = counts.get(op) ?? 0;
-  return out;
-}
-
-function faultFor(op: FsOp, path: string): NodeJS.ErrnoException | undefined {
-  counts.set(op, (counts.get(op) ?? 0) + 1);
-  for (const f of faults) {
-    if (f.op !== op) continue;
-    if (f.pathIncludes !== undefined && !path.includes(f.pathIncludes)) continue;
-    f.seen++;
-    if (f.seen >= f.nth && f.fired < f.times) {
-      f.fired++;
-      return makeFsError(f.code, op, path);
-    }
-  }
-  return undefined;
+/**
+ * Hands the seam an interceptor (or, with `undefined`, takes it away); returns the one it
+ * replaces.
+ *
+ * @example
+ * ```ts
+ * const previous = interceptFs(faultSeam);
+ * try { await run(); } finally { interceptFs(previous); }
+ * ```
+ */
+export function interceptFs(next: FsInterceptor | undefined): FsInterceptor | undefined {
+  const previous = interceptor;
+  interceptor = next;
+  return previous;
 }
 
 /**
- * Runs the hook and arms the faults before an operation. Synchronous (no promise) when no hook
- * is set, which is always outside tests: a file operation then costs the product no extra
- * promise, and at hundreds of thousands of small files those are what fill the heap.
+ * Runs the interceptor, if one was handed in, before an operation. Synchronous (no promise)
+ * without one, which is always outside tests and the demo's fault injection: a file operation
+ * then costs the product no extra promise, and at hundreds of thousands of small files those
+ * are what fill the heap.
  */
 function gate(op: FsOp, path: string): void | Promise<void> {
-  if (hook !== undefined) {
-    const current = hook;
-    return (async () => {
-      await current(op, path);
-      gateSync(op, path);
-    })();
-  }
-  gateSync(op, path);
+  return interceptor?.before(op, path);
 }
 
 function gateSync(op: FsOp, path: string): void {
-  const fault = faultFor(op, path);
-  if (fault !== undefined) throw fault;
+  interceptor?.beforeSync(op, path);
 }
 
 /** An open file whose reads, writes, syncs and close all pass through the seam. */
@@ -167,20 +98,7 @@ export class SeamFile {
   /** Writes every byte of `buffers` at the current end, in order, as one call where possible. */
   async write(...buffers: Buffer[]): Promise<number> {
     await gate('write', this.path);
-    let total = 0;
-    for (const b of buffers) total += b.length;
-    let written = (await this.handle.writev(buffers)).bytesWritten;
-    if (written < total) {
-      // Short writes are legal; finish the rest without re-entering the seam.
-      const rest = Buffer.concat(buffers).subarray(written);
-      let off = 0;
-      while (off < rest.length) {
-        const r = await this.handle.write(rest, off, rest.length - off);
-        off += r.bytesWritten;
-      }
-      written = total;
-    }
-    return written;
+    return writeAll(buffers, async (rest) => (await this.handle.writev(rest)).bytesWritten);
   }
 
   async sync(): Promise<void> {
@@ -205,16 +123,59 @@ export class SeamFile {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    let fault: unknown;
-    try {
-      await gate('close', this.path);
-    } catch (e) {
-      fault = e;
-    }
-    await this.handle.close();
-    if (fault !== undefined) throw fault;
+    await closeEvenIfFaulted(this.path, () => this.handle.close());
   }
 }
+
+/**
+ * Writes every byte of `buffers` with `writev`, which may write fewer than asked: short writes
+ * are legal, so the rest is written again, without re-entering the seam. Returns the total.
+ */
+async function writeAll(
+  buffers: readonly Buffer[],
+  writev: (buffers: Buffer[]) => Promise<number>,
+): Promise<number> {
+  let total = 0;
+  for (const b of buffers) total += b.length;
+  let rest = buffers as Buffer[];
+  let left = total;
+  for (;;) {
+    const written = await writev(rest);
+    if (written >= left) return total;
+    left -= written;
+    rest = [Buffer.concat(rest).subarray(written)];
+  }
+}
+
+/**
+ * The `close` operation: an injected fault still closes the descriptor, as a real failed
+ * close(2) does (no descriptor may leak through a test), and is thrown after it.
+ */
+async function closeEvenIfFaulted(path: string, close: () => Promise<void>): Promise<void> {
+  let fault: unknown;
+  try {
+    await gate('close', path);
+  } catch (e) {
+    fault = e;
+  }
+  await close();
+  if (fault !== undefined) throw fault;
+}
+
+/** The tree delete's operations: the listing and the unlinks are the seam's own (faults reach them). */
+const treeOps: TreeOps = {
+  lstat: (path) => fsp.lstat(path),
+  async readdir(path) {
+    await gate('readdir', path);
+    return fsp.readdir(path);
+  },
+  async unlink(path) {
+    await gate('unlink', path);
+    await fsp.unlink(path);
+  },
+  rmdir: (path) => fsp.rmdir(path),
+  rmAll: (path) => fsp.rm(path, { recursive: true, force: true }),
+};
 
 /** The seam itself: the only way Spillway touches the file system. */
 export const fsSeam = {
@@ -240,7 +201,7 @@ export const fsSeam = {
   /** Removes a file or a whole tree; missing paths are fine. Never follows symlinks. */
   async rm(path: string): Promise<void> {
     await gate('rm', path);
-    await removeTree(path);
+    await removeTree(path, treeOps);
   },
 
   async rename(from: string, to: string): Promise<void> {
@@ -291,9 +252,29 @@ export const fsSeam = {
     fs.rmSync(path, { recursive: true, force: true });
   },
 
+  /** Synchronous removal of an empty dir, for `process.on('exit')` (the `rm` operation). */
+  rmdirSync(path: string): void {
+    gateSync('rm', path);
+    fs.rmdirSync(path);
+  },
+
   readFileSync(path: string): Buffer {
     gateSync('readFile', path);
     return fs.readFileSync(path);
+  },
+
+  /**
+   * Reads a small file of /proc, the process's own identity (not counted, never faulted): a
+   * fault a test arms on the seam must not poison who this process is and name its owner dir
+   * wrongly.
+   */
+  readProcText(path: string): string {
+    return fs.readFileSync(path, 'utf8');
+  },
+
+  /** The inode of a /proc entry (a pid namespace); not counted, never faulted, as above. */
+  procInode(path: string): number {
+    return fs.statSync(path).ino;
   },
 
   /**
@@ -310,16 +291,13 @@ export const fsSeam = {
   /** Writes every byte of `buffers` at the descriptor's position (the `write` operation). */
   async writeFd(fd: number, path: string, buffers: readonly Buffer[]): Promise<void> {
     await gate('write', path);
-    let rest = buffers;
-    for (;;) {
-      const total = rest.reduce((n, b) => n + b.length, 0);
-      const written = await new Promise<number>((resolve, reject) =>
-        fs.writev(fd, rest as Buffer[], (error, n) => (error ? reject(error) : resolve(n))),
-      );
-      // Short writes are legal; finish the rest without re-entering the seam.
-      if (written >= total) return;
-      rest = [Buffer.concat(rest).subarray(written)];
-    }
+    await writeAll(
+      buffers,
+      (rest) =>
+        new Promise<number>((resolve, reject) =>
+          fs.writev(fd, rest, (error, n) => (error ? reject(error) : resolve(n))),
+        ),
+    );
   },
 
   /**
@@ -327,16 +305,13 @@ export const fsSeam = {
    * failed close(2) does: no descriptor may leak through a test.
    */
   async closeFd(fd: number, path: string): Promise<void> {
-    let fault: unknown;
-    try {
-      await gate('close', path);
-    } catch (e) {
-      fault = e;
-    }
-    await new Promise<void>((resolve, reject) =>
-      fs.close(fd, (error) => (error ? reject(error) : resolve())),
+    await closeEvenIfFaulted(
+      path,
+      () =>
+        new Promise<void>((resolve, reject) =>
+          fs.close(fd, (error) => (error ? reject(error) : resolve())),
+        ),
     );
-    if (fault !== undefined) throw fault;
   },
 };
 

@@ -8,9 +8,23 @@
  * before it was ≤ 6 ms). A task dir is flat, so this reads it once, unlinks its entries in
  * bounded parallel batches and removes it: four round trips instead of ~130. Anything
  * unexpected (a subdirectory, a non-empty dir after the batch) falls back to `fs.promises.rm`.
+ *
+ * It touches the disk only through the operations it is handed (rimraf's pattern): the file
+ * seam (fs.ts) hands in its own, so a fault a test arms on the listing or an unlink reaches a
+ * task-dir delete. The listing and the unlinks are the fast path and best effort; the general
+ * delete they fall back to is the one step whose failure is the delete's.
  */
-import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
+
+/** The operations a tree delete needs, as the file seam provides them. */
+export interface TreeOps {
+  lstat(path: string): Promise<{ isDirectory(): boolean }>;
+  readdir(path: string): Promise<string[]>;
+  unlink(path: string): Promise<void>;
+  rmdir(path: string): Promise<void>;
+  /** The general delete: a file or a whole tree, missing is fine, links never followed. */
+  rmAll(path: string): Promise<void>;
+}
 
 /** Unlinks in flight at once: enough to keep the thread pool busy, bounded for huge dirs. */
 const BATCH = 64;
@@ -25,43 +39,48 @@ function codeOf(e: unknown): string | undefined {
  *
  * @example
  * ```ts
- * await removeTree(taskDir);
+ * await removeTree(taskDir, ops);
  * ```
  */
-export async function removeTree(path: string): Promise<void> {
+export async function removeTree(path: string, ops: TreeOps): Promise<void> {
   let names: string[];
   try {
     // readdir follows a symlink: only a real directory is listed here; a link, a file or
     // anything else goes to the general delete, which removes the link and never its target.
-    if (!(await fsp.lstat(path)).isDirectory()) {
-      return await fsp.rm(path, { recursive: true, force: true });
-    }
-    names = await fsp.readdir(path);
+    if (!(await ops.lstat(path)).isDirectory()) return await ops.rmAll(path);
   } catch (e) {
     if (codeOf(e) === 'ENOENT') return;
     throw e;
+  }
+  try {
+    names = await ops.readdir(path);
+  } catch (e) {
+    if (codeOf(e) === 'ENOENT') return;
+    // The listing is the fast path: the general delete decides.
+    return ops.rmAll(path);
   }
   for (let i = 0; i < names.length; i += BATCH) {
     await Promise.all(
       names.slice(i, i + BATCH).map(async (name) => {
         const child = join(path, name);
         try {
-          await fsp.unlink(child);
+          await ops.unlink(child);
         } catch (e) {
           if (codeOf(e) === 'ENOENT') return;
-          // EISDIR (Linux) / EPERM (macOS) for a directory: recurse the general way.
-          await fsp.rm(child, { recursive: true, force: true });
+          // EISDIR (Linux) / EPERM (macOS) for a directory, or a failed unlink: the general
+          // delete takes it, and its failure is the delete's.
+          await ops.rmAll(child);
         }
       }),
     );
   }
   try {
-    await fsp.rmdir(path);
+    await ops.rmdir(path);
   } catch (e) {
     if (codeOf(e) === 'ENOENT') return;
     if (codeOf(e) === 'ENOTEMPTY' || codeOf(e) === 'EEXIST') {
       // Something was created meanwhile: the general delete takes it all.
-      return fsp.rm(path, { recursive: true, force: true });
+      return ops.rmAll(path);
     }
     throw e;
   }

@@ -7,14 +7,12 @@
  * - src/machines/ never touches the file system (no node:fs, no fs seam).
  * The checker itself is tested on a violating source first, so these tests can fail.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { repo, sourcesUnder, specifiersOf, src } from './sources.ts';
 
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const src = join(repo, 'src');
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
   optionalDependencies?: Record<string, string>;
@@ -29,24 +27,6 @@ function importsValuesStatically(text: string, spec: string): boolean {
       text,
     ) || new RegExp(`^\\s*import\\s+['"]${s}['"]`, 'm').test(text)
   );
-}
-
-/** Every module specifier a source names: static imports and exports, and `import('…')`. */
-function specifiersOf(text: string): string[] {
-  const out: string[] = [];
-  const patterns = [
-    /^\s*(?:import|export)\s[^'"]*?\sfrom\s+['"]([^'"]+)['"]/gm,
-    /^\s*import\s+['"]([^'"]+)['"]/gm,
-    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
-  ];
-  for (const re of patterns) for (const m of text.matchAll(re)) out.push(m[1]!);
-  return out;
-}
-
-function sourcesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => join(e.parentPath, e.name));
 }
 
 const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));

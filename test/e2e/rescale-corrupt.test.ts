@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { recoverChannelState } from '../../src/recover.ts';
 import { CorruptCheckpointError } from '../../src/services/errors.ts';
-import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { settle } from '../helpers/async.ts';
 import { serializeRecord, type V2Entry } from '../helpers/rescale-reference.ts';
 import { V2_ENTRY_HEADER_BYTES, writeV2 } from '../helpers/v2-checkpoints.ts';
 import { expectCorruptAt, listTree, makeTempRoot, runRecover, spillLeftovers } from './harness.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 /** ~1 MiB of valid 1 KiB records from old subtask 0, in 16 KiB entries: several spill files. */
 function validPrefix(): V2Entry[] {
@@ -127,7 +127,7 @@ describe('rescaled recovery: record-level corruption', () => {
       await mkdir(root);
       const { file, offset } = await makeCase(dir, c);
       const created: string[] = [];
-      setFsHook((op, path) => {
+      seam.setFsHook((op, path) => {
         if (op === 'open' && /spill-segment-\d+\.bin$/.test(path)) created.push(path);
       });
       const recovery = recoverChannelState({

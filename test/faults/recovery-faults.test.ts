@@ -1,6 +1,6 @@
 /**
  * fs faults, enumerated rather than sampled: a small recovery is run once cleanly to count every
- * file-system operation it performs (`fsOpCounts()` after `resetFsSeam()`), then once per
+ * file-system operation it performs (`seam.fsOpCounts()` after `seam.resetFsSeam()`), then once per
  * operation × call index × errno (ENOSPC, EIO, EACCES) with exactly that call failing.
  *
  * What each run must end with depends on which step the fault hits (decided here, from the
@@ -29,15 +29,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
 import { AbortedError, CleanupError } from '../../src/services/errors.ts';
 import { SpillRootError } from '../../src/services/errors.ts';
-import {
-  FS_OPS,
-  fsOpCounts,
-  injectFault,
-  resetFsSeam,
-  setFsHook,
-  type FaultCode,
-  type FsOp,
-} from '../../src/services/fs.ts';
+import { FS_OPS, type FsOp } from '../../src/services/fs.ts';
+import { seam, type FaultCode } from '../helpers/fault-seam.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import { makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import {
@@ -101,9 +94,9 @@ async function recover(fault?: { op: FsOp; code: FaultCode; nth: number }): Prom
       .replace(/owner-[^/]+/, 'owner-*')
       .replace(/task-faults-[0-9a-f]+/, 'task-*')
       .replace(/\.owner\.json\.tmp-[0-9a-f]+/, '.owner.json.tmp-*');
-  resetFsSeam();
-  setFsHook((op, path) => void calls.push(`${op} ${normalize(path)}`));
-  if (fault !== undefined) injectFault(fault);
+  seam.resetFsSeam();
+  seam.setFsHook((op, path) => void calls.push(`${op} ${normalize(path)}`));
+  if (fault !== undefined) seam.injectFault(fault);
   const recovery = recoverChannelState({
     checkpoint: input.path,
     spillRoot: root,
@@ -112,8 +105,8 @@ async function recover(fault?: { op: FsOp; code: FaultCode; nth: number }): Prom
     channels: () => ({ onBuffer: () => {}, onFinished: () => {} }),
   });
   const { atDone, ...outcome } = await outcomeWithListing(recovery.done, root);
-  const counts = fsOpCounts();
-  resetFsSeam();
+  const counts = seam.fsOpCounts();
+  seam.resetFsSeam();
   const after = listSpill(root);
   await removeSpillRoot(root);
   return {
@@ -194,7 +187,7 @@ afterAll(() => {
   console.log(
     `fs faults: ${enumerated.points} fault points (${kinds}) × ${CODES.length} codes = ${enumerated.runs} runs, ${enumerated.clean} clean`,
   );
-  resetFsSeam();
+  seam.resetFsSeam();
 });
 
 describe('fs faults at every call of a small recovery', () => {

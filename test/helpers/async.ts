@@ -4,7 +4,8 @@
  * event; a bound, where there is one, only turns a hang into a readable failure.
  */
 import { stat } from 'node:fs/promises';
-import { setFsHook, type FsOp } from '../../src/services/fs.ts';
+import { type FsOp } from '../../src/services/fs.ts';
+import { seam } from './fault-seam.ts';
 
 export interface Deferred<T = void> {
   readonly promise: Promise<T>;
@@ -119,7 +120,7 @@ export function pauseOn(
   const gate = deferred();
   const after: SeamPause['after'] = [];
   let paused = false;
-  setFsHook(async (op, path) => {
+  seam.setFsHook(async (op, path) => {
     if (paused) {
       after.push({ op, path });
     } else if (matches(op, path)) {

@@ -18,7 +18,8 @@ import {
 } from '../../src/services/errors.ts';
 import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
-import { fsOpCounts, injectFault, setFsHook, type FsOp } from '../../src/services/fs.ts';
+import { type FsOp } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { SpillReader } from '../../src/services/spill/spill-reader.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import type { TaskServices } from '../../src/machines/task-services.ts';
@@ -47,7 +48,7 @@ async function spillFileCount(fx: Fixture): Promise<number> {
 /** Records every seam operation on a path containing `part`, from now on. */
 function recordOps(part: string): { op: FsOp; path: string }[] {
   const ops: { op: FsOp; path: string }[] = [];
-  setFsHook((op, path) => {
+  seam.setFsHook((op, path) => {
     if (path.includes(part)) ops.push({ op, path });
   });
   return ops;
@@ -86,7 +87,7 @@ describe('abort table: fetch (F)', () => {
 
   it('F1 EIO on the first checkpoint read: the I/O error is the cause, no task dir created', async () => {
     const fx = await fixture();
-    injectFault({ op: 'read', code: 'EIO', pathIncludes: 'in.spwc' });
+    seam.injectFault({ op: 'read', code: 'EIO', pathIncludes: 'in.spwc' });
     const w = start(fx, { taskId: 'f1eio' });
     const error = await settle(w.recovery.done);
     expect(codeOf(error)).toBe('EIO');
@@ -97,7 +98,7 @@ describe('abort table: fetch (F)', () => {
 
   it('F2 ENOSPC on the 3rd spill write: the fetch stage reports the failure first, then deletes its own dir', async () => {
     const fx = await fixture();
-    injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
     const w = start(fx, { taskId: 'f2' });
     let reported: unknown;
     w.onEvent('FAIL', (e) => (reported = e.error));
@@ -131,7 +132,7 @@ describe('abort table: fetch (F)', () => {
     const fx = await fixture();
     const spill = await SpillRoot.open(fx.root);
     const taskDir = spill.taskDirPath('f2-alone');
-    injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
     let acquired = false;
     const error = await settle(
       fetchToSpill({
@@ -152,7 +153,7 @@ describe('abort table: fetch (F)', () => {
   it('F3 (review finding 4) close of the last spill file fails before the state exists: discardSpilledFiles removes the dir, the close error is the cause', async () => {
     const fx = await fixture();
     const n = await spillFileCount(fx);
-    injectFault({ op: 'close', code: 'EIO', pathIncludes: `spill-segment-${n - 1}.bin` });
+    seam.injectFault({ op: 'close', code: 'EIO', pathIncludes: `spill-segment-${n - 1}.bin` });
     const w = start(fx, { taskId: 'f3' });
     let reported: unknown;
     w.onEvent('FAIL', (e) => (reported = e.error));
@@ -170,7 +171,7 @@ describe('abort table: fetch (F)', () => {
     const spill = await SpillRoot.open(fx.root);
     const taskDir = spill.taskDirPath('f3-alone');
     // One file only: its close is the writer's final close, before the state is built.
-    injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-0.bin' });
+    seam.injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-0.bin' });
     const error = await settle(
       fetchToSpill({
         checkpoint: fx.checkpoint,
@@ -324,14 +325,14 @@ describe('abort table: gap (G)', () => {
       () => w.recovery.actor.getSnapshot().context.services.mailbox.pending === 1,
       'requestPartitions queued',
     );
-    const services = w.recovery.actor.getSnapshot().context.services;
+    const { services, ending } = w.recovery.actor.getSnapshot().context;
     expect(services.mailbox.close().names).toEqual(['requestPartitions']);
     await macrotasks(5);
     expect(w.recovery.actor.getSnapshot().value).toEqual({ alive: { restoring: 'gap' } });
     expect(w.recovery.actor.getSnapshot().context.ownership).toEqual({ fetchedState: 'gap' });
     w.recovery.cancel('after drop');
     // Leaving `alive` runs the resourceCloser: the close has begun before cancel() returns.
-    expect(services.registry.isClosed).toBe(true);
+    expect(ending.registry.isClosed).toBe(true);
     const error = await settle(w.recovery.done);
     blocker.resolve();
     expect(error).toBeInstanceOf(CancelledError);
@@ -655,7 +656,7 @@ describe('abort table: snapshots (S)', () => {
     const w = start(fx, { taskId: 's4', channels: rec.channels });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
     const out = join(fx.dir, 'cp1.spwc');
-    injectFault({ op: 'write', code: 'EIO', pathIncludes: 'cp1.spwc.partial' });
+    seam.injectFault({ op: 'write', code: 'EIO', pathIncludes: 'cp1.spwc.partial' });
     const state = w.recovery.actor.getSnapshot().context.state!;
     const grants = state.refCount;
     const error = await settle(w.recovery.checkpoint(1, { out }));
@@ -675,20 +676,20 @@ describe('abort table: snapshots (S)', () => {
 describe('abort table: cleanup (C)', () => {
   it('C1 deleting the task dir fails once on an otherwise successful task: CleanupError is the failure, the backstop retries, nothing leaks', async () => {
     const fx = await fixture();
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1ok-' });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1ok-' });
     const rec = recorder();
     const w = start(fx, { taskId: 'c1ok', channels: rec.channels });
     const error = await settle(w.recovery.done);
     expect(error).toBeInstanceOf(CleanupError);
     expect(codeOf((error as Error).cause)).toBe('EIO');
     expect(rec.finished.size).toBe(fx.made.channels.length); // all data was delivered
-    expect(fsOpCounts().rm).toBeGreaterThanOrEqual(2); // the failed delete and the retry
+    expect(seam.fsOpCounts().rm).toBeGreaterThanOrEqual(2); // the failed delete and the retry
     await expectNoLeak(fx, w.taskDir());
   });
 
   it('C1 deleting the task dir fails under a consumer failure: the consumer error stays the cause, CleanupError suppressed, retried', async () => {
     const fx = await fixture();
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1fail-' });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1fail-' });
     const boom = new Error('consumer boom');
     const rec = recorder((_i, _b, seen) => {
       if (seen === 5) throw boom;
@@ -702,8 +703,8 @@ describe('abort table: cleanup (C)', () => {
 
   it('C1 deleting the task dir fails after a fetch failure: the fetch error stays the cause, the delete error is suppressed, and the backstop retries', async () => {
     const fx = await fixture();
-    injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1fetch-' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1fetch-' });
     const w = start(fx, { taskId: 'c1fetch' });
     const error = await settle(w.recovery.done);
     expect(codeOf(error)).toBe('ENOSPC');
@@ -726,7 +727,7 @@ describe('abort table: cleanup (C)', () => {
       () => w.recovery.actor.getSnapshot().context.ownership.drainer === undefined,
       'drainer released',
     );
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1snap-' });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c1snap-' });
     pause.release();
     const cpError = await cp;
     expect(cpError).toBeInstanceOf(CleanupError);
@@ -748,8 +749,8 @@ describe('abort table: cleanup (C)', () => {
     const rec = recorder((_i, _b, seen) => (seen === 10 ? hold.promise : undefined));
     const w = start(fx, { taskId: 'c2', channels: rec.channels });
     await until(() => rec.buffers() >= 10, 'buffer 10 delivered');
-    injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-' });
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c2-' });
+    seam.injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-' });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c2-' });
     const services = w.recovery.actor.getSnapshot().context.services;
     w.recovery.cancel('test');
     hold.resolve();
@@ -784,8 +785,8 @@ describe('abort table: cleanup (C)', () => {
       fetchedState: 'task',
       'snapshot-1': 'checkpoint-1',
     });
-    injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-' });
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c3-' });
+    seam.injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-' });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-c3-' });
     const services = w.recovery.actor.getSnapshot().context.services;
     w.recovery.actor.send({ type: 'FINISH' });
     const error = await settle(w.recovery.done);

@@ -12,7 +12,7 @@ import {
   isAbortConsequence,
   suppressedOf,
 } from '../../src/services/errors.ts';
-import { injectFault, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { deferred, pauseOn, settle, until } from '../helpers/async.ts';
 import { codeOf, errorTree, expectNoLeak, fixture, recorder, start } from './harness.ts';
 
@@ -99,7 +99,7 @@ describe('first cause wins (G5)', () => {
 
   it('G5 a stage failure is kept when the cleanup after it fails too (consumer error first, delete EIO later)', async () => {
     const fx = await fixture();
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-g5-stage-' });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: 'task-g5-stage-' });
     const first = new Error('consumer failed first');
     const rec = recorder((_i, _b, seen) => {
       if (seen === 4) throw first;
@@ -130,7 +130,7 @@ describe('first cause wins (G5)', () => {
   it('G5 a real I/O error that happens after the cancel (ENOSPC on a write paused across it) is suppressed, never the cause', async () => {
     const fx = await fixture();
     const pause = pauseOn((op, path) => op === 'write' && path.endsWith('spill-segment-2.bin'));
-    injectFault({ op: 'write', code: 'ENOSPC', pathIncludes: 'spill-segment-2.bin' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC', pathIncludes: 'spill-segment-2.bin' });
     const w = start(fx, { taskId: 'g5-late' });
     await pause.reached;
     w.recovery.cancel('first');
@@ -150,10 +150,10 @@ describe('first cause wins (G5)', () => {
     let w: ReturnType<typeof start> | undefined;
     // The failure is thrown inside the checkpoint read; the reader closes its file before the
     // error leaves it. A cancel landing in that close must find the failure already reported.
-    setFsHook((op, path) => {
+    seam.setFsHook((op, path) => {
       if (op === 'close' && path === fx.checkpoint) w?.recovery.cancel('during the close');
     });
-    injectFault({ op: 'write', code: 'ENOSPC', pathIncludes: 'spill-segment-1.bin' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC', pathIncludes: 'spill-segment-1.bin' });
     w = start(fx, { taskId: 'g5-close' });
     const error = await settle(w.recovery.done);
     expect(codeOf(error)).toBe('ENOSPC');

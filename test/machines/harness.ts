@@ -16,7 +16,7 @@ import {
 import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { ChannelConsumer } from '../../src/services/channel.ts';
 import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
-import { resetFsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { suppressedOf } from '../../src/services/errors.ts';
 import { macrotasks } from '../helpers/async.ts';
@@ -28,7 +28,7 @@ const roots: string[] = [];
 
 // Registered after the temp helper's hook, so it runs before the temp dirs are removed.
 afterEach(async () => {
-  resetFsSeam();
+  seam.resetFsSeam();
   // Never fails the hook: a leak is the test's own assertion, and a throwing hook would skip
   // the temp helper's removal of the dirs.
   while (roots.length > 0) {

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { InspectionEvent } from 'xstate';
-import { setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import type { TaskContext } from '../../src/machines/task.machine.ts';
 import type { TaskServices } from '../../src/machines/task-services.ts';
 import { deferred, settle, until } from '../helpers/async.ts';
@@ -73,7 +73,7 @@ describe('ownership (G2)', () => {
     const out = join(fx.dir, 'cp1.spwc');
     const writerPaused = deferred();
     const writerGo = deferred();
-    setFsHook(async (op, path) => {
+    seam.setFsHook(async (op, path) => {
       if (w === undefined) return;
       if (op === 'mkdir' && path.includes('task-own-')) {
         seen.push({ at: 'mkdir task dir', ownership: ownershipOf(w) });

@@ -14,7 +14,7 @@ import { expectNoLeak, fixture, recorder, start, type Fixture, type Watched } fr
 
 /** Stops the task, lets whatever was held go, and checks G1 and the reported cause. */
 async function stopAndCheck(fx: Fixture, w: Watched, release: () => void): Promise<void> {
-  const { registry } = w.recovery.actor.getSnapshot().context.services;
+  const { registry } = w.recovery.actor.getSnapshot().context.ending;
   w.recovery.actor.stop();
   // The registry actor's disposer is the backstop: the close has begun before stop() returns,
   // not only when someone awaits `done`.

@@ -32,7 +32,8 @@ import {
   RejectedError,
   suppressedOf,
 } from '../../src/services/errors.ts';
-import { makeFsError, resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
+import { type FsOp } from '../../src/services/fs.ts';
+import { seam, makeFsError } from '../helpers/fault-seam.ts';
 import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { RescaleOption } from '../../src/services/rescale/rescale-options.ts';
 import type { ModelPath } from './paths.ts';
@@ -256,10 +257,10 @@ class Replay {
   };
 
   async execute(): Promise<ReplayResult> {
-    resetFsSeam();
+    seam.resetFsSeam();
     this.spillRoot = await tempDir();
     this.outDir = await tempDir();
-    setFsHook(this.fsHook);
+    seam.setFsHook(this.fsHook);
     this.recovery = recoverChannelState({
       checkpoint: this.options.fixture.path,
       spillRoot: this.spillRoot,
@@ -415,7 +416,7 @@ class Replay {
         // No exit action runs on stop: the registry actor's disposer must hand every resource
         // to the backstop within stop() itself, or for a moment nobody owns them (G2).
         check(
-          this.services.registry.isClosed,
+          this.actor.getSnapshot().context.ending.registry.isClosed,
           'G2',
           () => 'actor.stop() returned and the registry backstop has not started closing',
         );
@@ -579,9 +580,9 @@ class Replay {
     // The registry backstop holds exactly the owned resources, besides the mailbox and executor:
     // no owned resource without a backstop, no stale entry for one that was already released.
     check(
-      services.registry.size === 2 + owned.length,
+      snap.context.ending.registry.size === 2 + owned.length,
       'G2',
-      () => `${where} but the registry holds ${services.registry.size - 2} resources`,
+      () => `${where} but the registry holds ${snap.context.ending.registry.size - 2} resources`,
     );
   }
 
@@ -659,7 +660,7 @@ class Replay {
   /** G2 once ended: nothing is owned any more, and the backstop has closed. */
   private checkFinalOwnership(): void {
     const snap = this.actor.getSnapshot();
-    check(snap.context.services.registry.isClosed, 'G2', () => 'the registry was never closed');
+    check(snap.context.ending.registry.isClosed, 'G2', () => 'the registry was never closed');
     if (snap.status === 'done') {
       check(
         Object.keys(snap.context.ownership).length === 0,
@@ -690,7 +691,7 @@ class Replay {
 
   async cleanup(): Promise<void> {
     this.releaseAll();
-    resetFsSeam();
+    seam.resetFsSeam();
     if (this.recovery !== undefined) {
       if (this.actor.getSnapshot().status === 'active') this.actor.stop();
       await withHangGuard(this.recovery.done, 'done (cleanup)', this.hangMs).catch(() => undefined);

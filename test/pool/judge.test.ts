@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CancelledError, CleanupError, RejectedError } from '../../src/services/errors.ts';
-import { makeFsError } from '../../src/services/fs.ts';
+import { makeFsError } from '../helpers/fault-seam.ts';
 import type { RecoveryReport } from '../../src/recover.ts';
 import { InjectedFaultError, type FaultKind } from '../../src/pool/faults.ts';
 import { classify, deliveryProblems, expectedCause, outcomeOf } from '../../src/pool/judge.ts';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { readdir } from 'node:fs/promises';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import { injectFault, resetFsSeam, type FsHook } from '../../src/services/fs.ts';
+import { seam, type FsHook } from '../helpers/fault-seam.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { spillFileName } from '../../src/services/spill/segment-format.ts';
 import type { SpillSample } from '../../src/pool/census.ts';
@@ -22,7 +22,7 @@ const open: Setup[] = [];
 // Runs before the temp dirs are removed: a root deleted while its SpillRoot is still open would
 // leave a stale instance behind for the next test (the report of issue 5 has the details).
 afterEach(async () => {
-  resetFsSeam();
+  seam.resetFsSeam();
   while (open.length > 0) await teardown(open.pop()!).catch(() => undefined);
 });
 
@@ -126,7 +126,7 @@ describe('TaskManager', () => {
   it('the leak check can fail: a task dir that survives its task is counted (row C1)', async () => {
     const s = await setup({ tasks: 1, faults: [] });
     // The delete fails twice, so the retry fails too and the dir outlives the task.
-    injectFault({ op: 'rm', code: 'EIO', pathIncludes: '/task-', times: 2 });
+    seam.injectFault({ op: 'rm', code: 'EIO', pathIncludes: '/task-', times: 2 });
     const m = await s.pool.run(1);
 
     expect(m.leakedFiles).toBeGreaterThan(0);
@@ -138,7 +138,7 @@ describe('TaskManager', () => {
 
   it('the cause check can fail: a failure the loop did not inject counts as masked', async () => {
     const s = await setup({ tasks: 1, faults: [] });
-    injectFault({ op: 'read', code: 'EIO', pathIncludes: 'slot-0.spwc' });
+    seam.injectFault({ op: 'read', code: 'EIO', pathIncludes: 'slot-0.spwc' });
     const m = await s.pool.run(1);
 
     expect(m.outcomes.failed).toBe(1);

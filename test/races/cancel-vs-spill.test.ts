@@ -8,7 +8,7 @@ import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
 import { recoverChannelState } from '../../src/recover.ts';
 import { CancelledError } from '../../src/services/errors.ts';
-import { resetFsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
 import {
   RACE_LIMITS,
@@ -91,7 +91,7 @@ describe('race: cancel against spill-file creation', () => {
         expect(afterCancel).toEqual([]); // G3
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] }); // nothing late
       } finally {
-        resetFsSeam();
+        seam.resetFsSeam();
       }
     },
     RACE_TIMEOUT_MS,

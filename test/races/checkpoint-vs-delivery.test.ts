@@ -12,7 +12,7 @@ import { recoverChannelState } from '../../src/recover.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import { channelBytes } from '../helpers/checkpoints.ts';
-import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 import { RACE_LIMITS, drainScheduler, raceParams, RACE_TIMEOUT_MS, raceSuite } from './harness.ts';
@@ -58,7 +58,7 @@ describe('race: checkpoint snapshot against delivery', () => {
         if (inline && fromOnBuffer) requestCheckpoint(true);
         else void s.schedule(Promise.resolve(), 'CHECKPOINT').then(() => requestCheckpoint());
       };
-      setFsHook((op, path) => {
+      seam.setFsHook((op, path) => {
         if (!draining || !path.startsWith(spillRoot)) return undefined;
         step(false);
         return s.schedule(Promise.resolve(), `${op} ${path.split('/').at(-1)}`);
@@ -129,7 +129,7 @@ describe('race: checkpoint snapshot against delivery', () => {
         expect(outcome.atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
       } finally {
-        resetFsSeam();
+        seam.resetFsSeam();
       }
     },
     RACE_TIMEOUT_MS,

@@ -8,7 +8,7 @@ import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
 import { recoverChannelState } from '../../src/recover.ts';
 import { CancelledError, isAbortConsequence } from '../../src/services/errors.ts';
-import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { deferred, type Deferred, macrotasks } from '../helpers/async.ts';
 import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
 import {
@@ -45,7 +45,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
       let endedWhileOpen: boolean | undefined;
       const failure = new Error('injected: FAIL during the drain');
       let scheduleEnd = () => {};
-      setFsHook((op, path) => {
+      seam.setFsHook((op, path) => {
         if (!draining || !path.startsWith(spillRoot)) return undefined;
         if (ops++ === endAfterOps) scheduleEnd();
         const released = s.schedule(Promise.resolve(), `${op} ${path.split('/').at(-1)}`);
@@ -104,7 +104,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
         expect(outcome.atDone).toEqual({ taskDirs: [], spillFiles: [] }); // G1, at the instant
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
       } finally {
-        resetFsSeam();
+        seam.resetFsSeam();
       }
     },
     RACE_TIMEOUT_MS,
@@ -124,7 +124,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
     const stat = pause('stat');
     const close = pause('close');
     let draining = false;
-    setFsHook(async (op, path) => {
+    seam.setFsHook(async (op, path) => {
       if (!draining || !/spill-segment-1\.bin$/.test(path)) return;
       const p = pauses.get(op);
       if (p === undefined || p.reached.settled) return;
@@ -152,7 +152,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
       expect(error).toBeInstanceOf(CancelledError);
       expect(allSuppressed(error).filter((e) => !isAbortConsequence(e))).toEqual([]);
     } finally {
-      resetFsSeam();
+      seam.resetFsSeam();
     }
   });
 });

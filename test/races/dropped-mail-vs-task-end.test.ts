@@ -8,7 +8,7 @@ import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
 import { recoverChannelState } from '../../src/recover.ts';
 import { AbortedError, CancelledError, RejectedError } from '../../src/services/errors.ts';
-import { resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { withHangGuard } from '../helpers/async.ts';
 import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
 import { RACE_LIMITS, drainScheduler, raceParams, RACE_TIMEOUT_MS, raceSuite } from './harness.ts';
@@ -40,7 +40,7 @@ describe('race: a dropped mail against task end', () => {
       let endedByEvent = false;
       let dropped = 0;
       const failure = new Error('injected: FAIL while a gap mail is queued');
-      setFsHook((op, path) =>
+      seam.setFsHook((op, path) =>
         gapStarted && path.startsWith(spillRoot)
           ? s.schedule(Promise.resolve(), `${op} ${path.split('/').at(-1)}`)
           : undefined,
@@ -107,9 +107,9 @@ describe('race: a dropped mail against task end', () => {
         expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
         const snapshot = recovery.actor.getSnapshot();
         if (snapshot.status === 'done') expect(snapshot.context.ownership).toEqual({}); // G2
-        expect(snapshot.context.services.registry.isClosed).toBe(true);
+        expect(snapshot.context.ending.registry.isClosed).toBe(true);
       } finally {
-        resetFsSeam();
+        seam.resetFsSeam();
       }
     },
     RACE_TIMEOUT_MS,

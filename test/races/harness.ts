@@ -10,7 +10,8 @@ import type { Scheduler } from 'fast-check';
 import { afterAll, beforeAll } from 'vitest';
 import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
-import { resetFsSeam, setFsHook, type FsOp } from '../../src/services/fs.ts';
+import { type FsOp } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { suppressedOf } from '../../src/services/errors.ts';
 import { channelBytes, makeSmallCheckpoint } from '../helpers/checkpoints.ts';
 import { removeSpillRoot } from '../helpers/spill-root.ts';
@@ -57,7 +58,7 @@ export function gateFs(
   onEnter?: (op: FsOp, path: string) => void,
 ): () => void {
   let open = true;
-  setFsHook((op, path) => {
+  seam.setFsHook((op, path) => {
     if (!open || !gated(op, path)) return undefined;
     onEnter?.(op, path);
     return s.schedule(Promise.resolve(), `${op} ${path.split('/').slice(-2).join('/')}`);
@@ -152,7 +153,7 @@ export function raceSuite(race: string, summary: () => string): RaceSuite {
   });
   afterAll(async () => {
     console.log(summary());
-    resetFsSeam();
+    seam.resetFsSeam();
     if (spillRoot !== '') await removeSpillRoot(spillRoot);
     if (fixture !== undefined) await removeDir(fixture.dir);
   });

@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { createActor } from 'xstate';
 import { registryActor } from '../../src/machines/registry.actor.ts';
-import { CloseableRegistry } from '../../src/services/registry.ts';
-import { suppressedOf, toError } from '../../src/services/errors.ts';
+import { TaskEnding } from '../../src/services/task-ending.ts';
+import { suppressedOf } from '../../src/services/errors.ts';
 import { RACE_TIMEOUT_MS, announce, drainScheduler, raceParams } from './harness.ts';
 
 interface Resource {
@@ -39,17 +39,10 @@ async function oneSchedule(
   specs: { fails: boolean; disown: boolean }[],
   stats: Coverage,
 ): Promise<void> {
-  const registry = new CloseableRegistry();
-  // The same close as recoverChannelState's resourceCloser: close, then wait for late closes.
-  let closing: Promise<Error | undefined> | undefined;
-  const closeResources = (): Promise<void> => {
-    closing ??= registry.close().then(
-      async () => (await registry.settled(), undefined),
-      async (e: unknown) => (await registry.settled(), toError(e)),
-    );
-    return closing.then(() => undefined);
-  };
-  const actor = createActor(registryActor, { input: { registry, closeResources } });
+  // The task's own ending (no mailbox or executor here): its close waits for late closes too.
+  const ending = new TaskEnding();
+  const { registry } = ending;
+  const actor = createActor(registryActor, { input: { ending } });
   actor.start();
 
   const resources: Resource[] = specs.map((spec, id) => ({
@@ -81,16 +74,22 @@ async function oneSchedule(
       actor.send({ type: 'disown', resource: resourceId(r) });
     }),
   );
-  const closed = s.schedule(Promise.resolve(), 'resourceCloser').then(() => closeResources());
+  const closed = s.schedule(Promise.resolve(), 'resourceCloser').then(() => ending.close());
 
   // Taken at the instant the close (with settled()) resolves: every close started by then
   // must have finished, late ones included (G1 holds before done settles). A registration
   // after that instant cannot be awaited; it must still be closed, exactly once.
   let unfinished: number[] | undefined;
   const closedAt = closed.then(() =>
-    closing!.then((e) => {
+    ending.close().then(() => {
       unfinished = resources.filter((r) => r.closeCalls !== r.closesFinished).map((r) => r.id);
-      return e;
+      // What the close failed with: the error of a task that otherwise finished.
+      return ending.outcome({
+        status: 'done',
+        value: 'finished',
+        error: undefined,
+        cause: undefined,
+      });
     }),
   );
   await s.waitFor(Promise.all(messages));

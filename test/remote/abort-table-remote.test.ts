@@ -15,7 +15,7 @@ import {
   RemoteError,
   suppressedOf,
 } from '../../src/services/errors.ts';
-import { injectFault } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
 import { pauseOn, settle } from '../helpers/async.ts';
 import { startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-proxy.ts';
@@ -84,7 +84,7 @@ describe('abort table: fetch (F) from an http:// checkpoint', () => {
 
   it('F2 ENOSPC on the 3rd spill write while reading remotely: the write error is the cause, reported first, dir gone', async () => {
     const { fx, url } = await remoteFixture();
-    injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC', nth: 3, pathIncludes: 'spill-segment-' });
     const w = start(fx, { taskId: 'rf2', checkpoint: url });
     let reported: unknown;
     w.onEvent('FAIL', (e) => (reported = e.error));

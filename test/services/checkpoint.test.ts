@@ -22,14 +22,14 @@ import {
   MisuseError,
   suppressedOf,
 } from '../../src/services/errors.ts';
-import { fsOpCounts, injectFault, resetFsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { vector } from '../helpers/checkpoints.ts';
 
 const MIB = 1024 * 1024;
 
 afterEach(() => {
-  resetFsSeam();
+  seam.resetFsSeam();
 });
 
 interface Entry {
@@ -111,7 +111,7 @@ function hex(value: number): string {
 }
 
 function expectClosedEverything(): void {
-  const counts = fsOpCounts();
+  const counts = seam.fsOpCounts();
   expect(counts.open).toBeGreaterThan(0);
   expect(counts.close).toBe(counts.open);
 }
@@ -419,7 +419,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
   it('a 64 MiB checkpoint read with 1 MiB reads never delivers more than 1 MiB, from one buffer', async () => {
     const dir = await makeTempRoot();
     const made = await makeCheckpoint({ out: join(dir, 'big.spwc'), mb: 64, seed: 3 });
-    resetFsSeam();
+    seam.resetFsSeam();
     let maxChunk = 0;
     const buffers = new Set<ArrayBufferLike>();
     const totals = new Map<string, number>();
@@ -445,39 +445,39 @@ describe('readCheckpoint: streaming, faults, abort', () => {
       fileBytes: made.fileBytes,
     });
     // One read per MiB of file plus the read that sees EOF.
-    expect(fsOpCounts().read).toBe(Math.ceil(made.fileBytes / MIB) + 1);
+    expect(seam.fsOpCounts().read).toBe(Math.ceil(made.fileBytes / MIB) + 1);
     for (const c of made.channels) expect(totals.get(channelKey(c))).toBe(c.bytes);
     expectClosedEverything();
   });
 
   it('an EIO from the seam propagates unchanged and the file is closed', async () => {
-    injectFault({ op: 'read', code: 'EIO', nth: 2 });
+    seam.injectFault({ op: 'read', code: 'EIO', nth: 2 });
     const error = await collect(vector('small.spwc')).catch((e: unknown) => e);
     expect(error).not.toBeInstanceOf(CorruptCheckpointError);
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
     expect((error as Error).message).toMatch(/injected/);
-    expect(fsOpCounts().read).toBe(2);
+    expect(seam.fsOpCounts().read).toBe(2);
     expectClosedEverything();
   });
 
   it('a path that cannot be opened is a CheckpointPathError carrying the errno, and nothing is left open', async () => {
-    injectFault({ op: 'open', code: 'ENOENT' });
+    seam.injectFault({ op: 'open', code: 'ENOENT' });
     const error = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CheckpointPathError);
     expect((error as CheckpointPathError).errno).toBe('ENOENT');
     expect(((error as Error).cause as NodeJS.ErrnoException).code).toBe('ENOENT');
-    expect(fsOpCounts().close).toBe(0);
+    expect(seam.fsOpCounts().close).toBe(0);
   });
 
   it('an I/O failure opening the checkpoint propagates as it is (the environment, not the input)', async () => {
-    injectFault({ op: 'open', code: 'EIO' });
+    seam.injectFault({ op: 'open', code: 'EIO' });
     const error = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
-    expect(fsOpCounts().close).toBe(0);
+    expect(seam.fsOpCounts().close).toBe(0);
   });
 
   it('a close fault fails a good read, but is only suppressed behind a corrupt-file error', async () => {
-    injectFault({ op: 'close', code: 'EIO', times: 2 });
+    seam.injectFault({ op: 'close', code: 'EIO', times: 2 });
     const good = await collect(vector('tiny.spwc')).catch((e: unknown) => e);
     expect((good as NodeJS.ErrnoException).code).toBe('EIO');
     const bad = await collect(vector('corrupt-negative-length.spwc')).catch((e: unknown) => e);
@@ -503,7 +503,7 @@ describe('readCheckpoint: streaming, faults, abort', () => {
     const reason = new Error('cancelled');
     controller.abort(reason);
     await expect(collect(vector('tiny.spwc'), { signal: controller.signal })).rejects.toBe(reason);
-    expect(fsOpCounts().open).toBe(0);
+    expect(seam.fsOpCounts().open).toBe(0);
   });
 
   it('aborting mid-read stops at the next chunk with signal.reason and closes the file', async () => {
@@ -671,7 +671,7 @@ describe('CheckpointWriter', () => {
 
   it('a write fault surfaces (at append or close), repeats, and discard still cleans up', async () => {
     const dir = await makeTempRoot();
-    injectFault({ op: 'write', code: 'ENOSPC' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC' });
     const writer = await CheckpointWriter.create(join(dir, 'full.spwc'));
     let error: unknown;
     try {
@@ -778,7 +778,7 @@ describe('makeCheckpoint', () => {
 
   it('a write fault deletes the partial file and propagates', async () => {
     const dir = await makeTempRoot();
-    injectFault({ op: 'write', code: 'ENOSPC', nth: 3 });
+    seam.injectFault({ op: 'write', code: 'ENOSPC', nth: 3 });
     const error = await makeCheckpoint({ out: join(dir, 'f.spwc'), mb: 8 }).catch(
       (e: unknown) => e,
     );

@@ -14,14 +14,14 @@ import {
 import { SerialExecutor } from '../../src/services/executor.ts';
 import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
 import { channelId, channelKey, type ChannelInfo } from '../../src/services/channel.ts';
-import { fsOpCounts, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import type { SpillReader } from '../../src/services/spill/spill-reader.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { deferred, exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 const C0: ChannelInfo = { gate: 0, channel: 0 };
 const C1: ChannelInfo = { gate: 0, channel: 1 };
@@ -316,11 +316,11 @@ describe('Drainer (Flink FetchedChannelStateDrainerTest)', () => {
     await state.release();
     await drainer.drain();
     await finish(drainer, state, taskDir);
-    const ops = fsOpCounts();
+    const ops = seam.fsOpCounts();
     const late = drainer.snapshotAndInsertBarriers(11); // late checkpoint: safe
     expect(await late.nextSegment()).toBeNull();
     await late.close();
-    expect(fsOpCounts()).toEqual(ops);
+    expect(seam.fsOpCounts()).toEqual(ops);
     expect(rec.barriers.get('gate-0-channel-0')).toEqual([]);
   });
 
@@ -684,7 +684,7 @@ async function interleave(
   const taken: { id: number; at: number[]; finishedAt: number[]; reader: SpillReader }[] = [];
   const errors: unknown[] = [];
   let scheduling = true;
-  setFsHook(async (op) => {
+  seam.setFsHook(async (op) => {
     if (scheduling && (op === 'read' || op === 'open')) await s.schedule(Promise.resolve(), op);
   });
   for (let id = 1; id <= checkpoints; id++) {
@@ -703,7 +703,7 @@ async function interleave(
     await s.waitIdle();
   } finally {
     scheduling = false;
-    setFsHook(undefined);
+    seam.setFsHook(undefined);
   }
   expect(errors).toEqual([]);
   expect(taken).toHaveLength(checkpoints);
@@ -811,7 +811,7 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
   /** Counts disk reads through the seam. */
   function countReads(): { readonly n: number } {
     const counter = { n: 0 };
-    setFsHook((op) => void (op === 'read' && counter.n++));
+    seam.setFsHook((op) => void (op === 'read' && counter.n++));
     return counter;
   }
 

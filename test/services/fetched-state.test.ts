@@ -9,12 +9,12 @@ import {
 } from '../../src/services/errors.ts';
 import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
 import { channelKey } from '../../src/services/channel.ts';
-import { fsOpCounts, injectFault, makeFsError, resetFsSeam } from '../../src/services/fs.ts';
+import { seam, makeFsError } from '../helpers/fault-seam.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { deferred, exists, macrotasks, settle } from '../helpers/async.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 const CHANNELS = [
   { gate: 0, channel: 0 },
@@ -114,7 +114,7 @@ describe('FetchedChannelState (Flink FetchedChannelStateTest)', () => {
     expect(state.close()).toBe(first);
     await first;
     await state.close();
-    expect(fsOpCounts().rm).toBe(1);
+    expect(seam.fsOpCounts().rm).toBe(1);
     expect(await exists(taskDir)).toBe(false);
   });
 
@@ -124,7 +124,7 @@ describe('FetchedChannelState (Flink FetchedChannelStateTest)', () => {
     await state.release();
     expect(await exists(taskDir)).toBe(false);
     await state.close();
-    expect(fsOpCounts().rm).toBe(1);
+    expect(seam.fsOpCounts().rm).toBe(1);
     expect(state.isClosed).toBe(true);
   });
 });
@@ -155,7 +155,7 @@ describe('FetchedChannelState grants (Flink FetchedChannelStateRefCountTest, str
     await expect(state.release()).rejects.toBeInstanceOf(MisuseError);
     await expect(state.release()).rejects.toBeInstanceOf(MisuseError);
     expect(state.refCount).toBe(0);
-    expect(fsOpCounts().rm).toBe(1); // never deletes twice
+    expect(seam.fsOpCounts().rm).toBe(1); // never deletes twice
     expect(await exists(taskDir)).toBe(false);
   });
 
@@ -179,7 +179,7 @@ describe('FetchedChannelState grants (Flink FetchedChannelStateRefCountTest, str
     await state.close();
     await state.release();
     await state.release();
-    expect(fsOpCounts().rm).toBe(1);
+    expect(seam.fsOpCounts().rm).toBe(1);
   });
 });
 
@@ -201,7 +201,7 @@ describe('FetchedChannelState strict semantics (ours)', () => {
     await state.release();
     expect(state.isClosed).toBe(true);
     await state.close();
-    expect(fsOpCounts().rm).toBe(0);
+    expect(seam.fsOpCounts().rm).toBe(0);
   });
 
   it('acquire after cleanup throws MisuseError (after the last release and after a forced close)', async () => {
@@ -236,13 +236,13 @@ describe('FetchedChannelState strict semantics (ours)', () => {
     await state.close();
     expect(state.refCount).toBe(0);
     for (let i = 0; i < 5; i++) await state.release(); // more than were ever held
-    expect(fsOpCounts().rm).toBe(1);
+    expect(seam.fsOpCounts().rm).toBe(1);
     expect(await exists(taskDir)).toBe(false);
   });
 
   it('C1 a failed delete on the last release is a CleanupError and a later close() retries it', async () => {
     const { state, taskDir } = await writtenState();
-    injectFault({ op: 'rm', code: 'EIO' });
+    seam.injectFault({ op: 'rm', code: 'EIO' });
     const error = await settle(state.release());
     expect(error).toBeInstanceOf(CleanupError);
     expect(((error as Error).cause as NodeJS.ErrnoException).code).toBe('EIO');
@@ -252,18 +252,18 @@ describe('FetchedChannelState strict semantics (ours)', () => {
     await state.close();
     expect(await exists(taskDir)).toBe(false);
     await state.close(); // and now it is settled for good
-    expect(fsOpCounts().rm).toBe(2);
+    expect(seam.fsOpCounts().rm).toBe(2);
   });
 
   it('C1 a failed forced close is a CleanupError and the next close() retries it', async () => {
     const { state, taskDir } = await writtenState();
-    injectFault({ op: 'rm', code: 'EACCES', times: 2 });
+    seam.injectFault({ op: 'rm', code: 'EACCES', times: 2 });
     await expect(state.close()).rejects.toBeInstanceOf(CleanupError);
     await expect(state.close()).rejects.toBeInstanceOf(CleanupError);
     expect(await exists(taskDir)).toBe(true);
     await state.close();
     expect(await exists(taskDir)).toBe(false);
-    expect(fsOpCounts().rm).toBe(3);
+    expect(seam.fsOpCounts().rm).toBe(3);
   });
 
   it('G4 forced close waits for an in-flight tracked read before deleting', async () => {
@@ -274,7 +274,7 @@ describe('FetchedChannelState strict semantics (ours)', () => {
     const closing = state.close();
     await macrotasks();
     expect(await exists(taskDir)).toBe(true); // not under the live read
-    expect(fsOpCounts().rm).toBe(0);
+    expect(seam.fsOpCounts().rm).toBe(0);
     io.resolve('bytes');
     expect(await reading).toBe('bytes'); // the read that started before the close completes
     await closing;

@@ -6,13 +6,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChannelInfo } from '../../src/services/channel.ts';
 import { AbortedError } from '../../src/services/errors.ts';
-import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
 import { SpillReader } from '../../src/services/spill/spill-reader.ts';
 import { exists, macrotasks, pauseOn, settle, withHangGuard } from '../helpers/async.ts';
 import { expectReadFenced, patternBytes, spill } from '../helpers/spill.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 const C0: ChannelInfo = { gate: 0, channel: 0 };
 const C1: ChannelInfo = { gate: 0, channel: 1 };
@@ -31,12 +31,12 @@ describe('drain read-ahead', () => {
     const reader = SpillReader.open(state, CHUNK);
     const segment = (await reader.nextSegment())!;
     // The header's read and the one behind it: the second was issued before anyone asked.
-    expect(fsOpCounts().read).toBe(2);
+    expect(seam.fsOpCounts().read).toBe(2);
     const parts: Buffer[] = [];
     for (let b = await segment.read(8); b !== null; b = await segment.read(8)) parts.push(b);
     expect(Buffer.concat(parts)).toEqual(body);
     // 80 bytes in 16-byte reads: exactly five, the last one issued ahead of the caller.
-    expect(fsOpCounts().read).toBe((SEGMENT_HEADER_BYTES + body.length) / CHUNK);
+    expect(seam.fsOpCounts().read).toBe((SEGMENT_HEADER_BYTES + body.length) / CHUNK);
     await reader.close();
     await state.release();
   });
@@ -55,7 +55,7 @@ describe('drain read-ahead', () => {
       expect(await segment.read(1024)).toBeNull();
     }
     expect(await reader.nextSegment()).toBeNull();
-    expect(fsOpCounts().read).toBe(Math.ceil((12 * 26) / CHUNK));
+    expect(seam.fsOpCounts().read).toBe(Math.ceil((12 * 26) / CHUNK));
     await reader.close();
     await state.release();
   });

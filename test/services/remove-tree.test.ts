@@ -5,19 +5,22 @@
  */
 import { lstat, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { removeTree } from '../../src/services/remove-tree.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { exists } from '../helpers/async.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+
+afterEach(() => seam.resetFsSeam());
 
 describe('removeTree', () => {
   it('G1 removes a flat task dir of 200 spill files, and a missing path is fine', async () => {
     const dir = join(await makeTempRoot(), 'task-1');
     await mkdir(dir);
     for (let i = 0; i < 200; i++) await writeFile(join(dir, `spill-segment-${i}.bin`), 'x');
-    await removeTree(dir);
+    await fsSeam.rm(dir);
     expect(await exists(dir)).toBe(false);
-    await removeTree(dir);
+    await fsSeam.rm(dir);
   });
 
   it('removes nested dirs and a lone file', async () => {
@@ -26,10 +29,10 @@ describe('removeTree', () => {
     await mkdir(join(dir, 'b', 'c'), { recursive: true });
     await writeFile(join(dir, 'b', 'c', 'f'), 'x');
     await writeFile(join(dir, 'g'), 'x');
-    await removeTree(dir);
+    await fsSeam.rm(dir);
     expect(await exists(dir)).toBe(false);
     await writeFile(join(root, 'lone'), 'x');
-    await removeTree(join(root, 'lone'));
+    await fsSeam.rm(join(root, 'lone'));
     expect(await exists(join(root, 'lone'))).toBe(false);
   });
 
@@ -42,10 +45,23 @@ describe('removeTree', () => {
     await mkdir(dir);
     await symlink(target, join(dir, 'planted'));
     await symlink(target, join(root, 'link-to-dir'));
-    await removeTree(join(root, 'link-to-dir'));
-    await removeTree(dir);
+    await fsSeam.rm(join(root, 'link-to-dir'));
+    await fsSeam.rm(dir);
     expect(await exists(dir)).toBe(false);
     await expect(lstat(join(root, 'link-to-dir'))).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await readFile(join(target, 'keep.bin'), 'utf8')).toBe('precious');
+  });
+
+  it('C1 the delete goes through the seam: an unlink fault armed on it reaches a task-dir delete, and the general delete still removes the dir', async () => {
+    const dir = join(await makeTempRoot(), 'task-c1');
+    await mkdir(dir);
+    for (let i = 0; i < 3; i++) await writeFile(join(dir, `spill-segment-${i}.bin`), 'x');
+    const seen: string[] = [];
+    seam.setFsHook((op, path) => void seen.push(`${op} ${path.slice(dir.length)}`));
+    seam.injectFault({ op: 'unlink', code: 'EIO', pathIncludes: 'spill-segment-1.bin' });
+    await fsSeam.rm(dir);
+    expect(await exists(dir)).toBe(false);
+    expect(seam.fsOpCounts()).toMatchObject({ rm: 1, readdir: 1, unlink: 3 });
+    expect(seen).toContain('unlink /spill-segment-1.bin');
   });
 });

@@ -16,12 +16,12 @@ import { type ChannelConsumer } from '../../src/services/channel.ts';
 import { SpillCorruptError } from '../../src/services/errors.ts';
 import { channelId, channelKey, type ChannelInfo } from '../../src/services/channel.ts';
 import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
-import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 function bytes(n: number, seed: number): Buffer {
   const b = Buffer.alloc(n);
@@ -169,7 +169,9 @@ describe('coalesced segment writes', () => {
     const stream = Buffer.concat(expected);
     expect((await spillBytes(state.files)).equals(stream)).toBe(true);
     // One write per sealed segment would be 100; coalesced, ⌈11 600 / 1024⌉ + the tail.
-    expect(fsOpCounts().write).toBeLessThanOrEqual(Math.ceil(stream.length / maxSegmentBytes) + 1);
+    expect(seam.fsOpCounts().write).toBeLessThanOrEqual(
+      Math.ceil(stream.length / maxSegmentBytes) + 1,
+    );
     expect(writer.spilledBytes).toBe(stream.length);
     await state.release();
   });
@@ -201,7 +203,7 @@ describe('drain fast path', () => {
     const readChunkBytes = 64 * 1024;
     const bufferBytes = 10_000; // not a divisor of the read chunk: buffers straddle reads
     const { got, consumers } = collector(state.channels);
-    resetFsSeam();
+    seam.resetFsSeam();
     const drainer = new Drainer(state, consumers, { bufferBytes, readChunkBytes });
     const report = await drainer.drain();
     await drainer.close();
@@ -214,7 +216,7 @@ describe('drain fast path', () => {
     const short = [...got.values()].flat().filter((b) => b.length !== bufferBytes).length;
     expect(short).toBeLessThanOrEqual(report.segments);
     const fileBytes = state.files.length === 0 ? 0 : made.payloadBytes + report.segments * 16;
-    expect(fsOpCounts().read).toBeLessThanOrEqual(
+    expect(seam.fsOpCounts().read).toBeLessThanOrEqual(
       Math.ceil(fileBytes / readChunkBytes) + report.segments + state.files.length,
     );
   });

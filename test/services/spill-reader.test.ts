@@ -10,7 +10,7 @@ import {
 } from '../../src/services/errors.ts';
 import type { ChannelInfo } from '../../src/services/channel.ts';
 import type { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
-import { fsOpCounts, resetFsSeam } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import {
   SpillReader,
   START_POSITION,
@@ -22,7 +22,7 @@ import { makeTempRoot } from '../helpers/temp.ts';
 import { exists, macrotasks, pauseOn, settle } from '../helpers/async.ts';
 import { expectReadFenced, patternBytes, spill } from '../helpers/spill.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 const C0: ChannelInfo = { gate: 0, channel: 0 };
 const C1: ChannelInfo = { gate: 0, channel: 1 };
@@ -316,7 +316,7 @@ describe('SpillReader (Flink FetchedChannelStateReaderTest)', () => {
     expect(await snap.nextSegment()).toBeNull();
     await reader.close();
     await snap.close();
-    expect(fsOpCounts().open).toBe(0);
+    expect(seam.fsOpCounts().open).toBe(0);
   });
 
   it('testEmptyReaderHandsOutIndependentInstancesSoCloseDoesNotLeak', async () => {
@@ -418,32 +418,32 @@ describe('SpillReader integrity, laziness and fencing (ours)', () => {
       ],
       { maxSpillFileBytes: 1 },
     );
-    resetFsSeam();
+    seam.resetFsSeam();
     const reader = SpillReader.open(state);
-    expect(fsOpCounts().open).toBe(0);
+    expect(seam.fsOpCounts().open).toBe(0);
     const opens: number[] = [];
     for (let s = await reader.nextSegment(); s !== null; s = await reader.nextSegment()) {
-      opens.push(fsOpCounts().open);
+      opens.push(seam.fsOpCounts().open);
       await readBody(s);
-      opens.push(fsOpCounts().open);
+      opens.push(seam.fsOpCounts().open);
     }
     expect(opens).toEqual([1, 1, 2, 2, 3, 3]);
-    expect(fsOpCounts().close).toBe(2); // the previous file is closed before the next opens
+    expect(seam.fsOpCounts().close).toBe(2); // the previous file is closed before the next opens
     await finish(state, taskDir, reader);
-    expect(fsOpCounts().close).toBe(3);
+    expect(seam.fsOpCounts().close).toBe(3);
   });
 
   it('reads ≥ 1 MiB per disk read, whatever the consumer asks for', async () => {
     const data = bytes(3 * MiB + 12345);
     const { state, taskDir } = await spill([[C0, data]]);
     const size = (await stat(state.files[0]!)).size;
-    resetFsSeam();
+    seam.resetFsSeam();
     const reader = SpillReader.open(state);
     const reads = await readAll(reader, 64 * 1024);
     expect(Buffer.concat(reads.map((r) => r.body)).equals(data)).toBe(true);
     expect(reads.length).toBe(4); // 1 MiB segments, header included
     // 64 KiB reads would be ≥ 49 disk reads; 1 MiB chunks need ~one per MiB (+1 per refill).
-    expect(fsOpCounts().read).toBeLessThanOrEqual(Math.ceil(size / MiB) + reads.length);
+    expect(seam.fsOpCounts().read).toBeLessThanOrEqual(Math.ceil(size / MiB) + reads.length);
     await finish(state, taskDir, reader);
   });
 

@@ -14,7 +14,7 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { currentOwner, type OwnerMarker } from '../../src/services/spill-root/identity.ts';
 import { isOwnerAlive } from '../../src/services/spill-root/liveness.ts';
 import { resolveSpillRoot, SpillRoot } from '../../src/services/spill-root/spill-root.ts';
@@ -37,7 +37,7 @@ const OTHER_BOOT = 'ffffffff-0000-4000-8000-000000000000';
 const opened: SpillRoot[] = [];
 
 afterEach(async () => {
-  resetFsSeam();
+  seam.resetFsSeam();
   while (opened.length > 0) await opened.pop()!.close();
 });
 
@@ -283,10 +283,10 @@ describe('SpillRoot.open', () => {
 
   it('G7 a failed owner.json write leaves no owner dir behind', async () => {
     const root = await makeTempRoot();
-    injectFault({ op: 'writeFile', code: 'ENOSPC', pathIncludes: 'owner.json' });
+    seam.injectFault({ op: 'writeFile', code: 'ENOSPC', pathIncludes: 'owner.json' });
     await expect(SpillRoot.open(root)).rejects.toThrow(/ENOSPC/);
     expect(await readdir(join(root, 'spillway'))).toEqual([]);
-    resetFsSeam();
+    seam.resetFsSeam();
     const spill = await open(root);
     expect(existsSync(join(spill.ownerDir, 'owner.json'))).toBe(true);
   });
@@ -466,7 +466,7 @@ describe('the sweep', () => {
     const root = await makeTempRoot();
     const asDir = await plantOwner(root, { pid: deadPid(), startTicks: 1, marker: 'dir' });
     const unreadable = await plantOwner(root, { pid: deadPid(), startTicks: 2 });
-    injectFault({ op: 'readFile', code: 'EACCES', pathIncludes: 'owner.json' });
+    seam.injectFault({ op: 'readFile', code: 'EACCES', pathIncludes: 'owner.json' });
     const { report, lines } = await sweepQuiet(root);
     expect(report.kept.sort()).toEqual([asDir, unreadable].sort());
     expect(report.swept).toEqual([]);
@@ -535,7 +535,7 @@ describe('the sweep', () => {
   it('G7 a sweep interrupted between rename and removal is finished by the next one', async () => {
     const root = await makeTempRoot();
     const dead = await plantOwner(root, { pid: deadPid(), startTicks: 1 });
-    injectFault({ op: 'rm', code: 'EIO' });
+    seam.injectFault({ op: 'rm', code: 'EIO' });
     const first = await sweepQuiet(root);
     expect(first.report.swept).toEqual([]);
     expect(first.report.errors).toHaveLength(1);
@@ -556,7 +556,7 @@ describe('the sweep', () => {
     const root = await makeTempRoot();
     const a = await plantOwner(root, { pid: deadPid(), startTicks: 1 });
     const b = await plantOwner(root, { pid: deadPid(), startTicks: 2 });
-    injectFault({ op: 'rename', code: 'EIO', pathIncludes: a });
+    seam.injectFault({ op: 'rename', code: 'EIO', pathIncludes: a });
     const { report, lines } = await sweepQuiet(root);
     expect(report.swept).toEqual([b]);
     expect(report.errors).toEqual([{ path: a, message: expect.stringMatching(/EIO/) }]);
@@ -583,7 +583,7 @@ describe('the sweep', () => {
     const dead = await plantOwner(root, { pid: deadPid(), startTicks: 1 });
     // Hold each rename until both sweepers have reached it, so both really try the same claim.
     const waiting: (() => void)[] = [];
-    setFsHook(async (op) => {
+    seam.setFsHook(async (op) => {
       if (op !== 'rename') return;
       await new Promise<void>((release) => {
         waiting.push(release);

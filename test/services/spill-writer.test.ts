@@ -4,13 +4,13 @@ import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AbortedError } from '../../src/services/errors.ts';
 import type { ChannelInfo } from '../../src/services/channel.ts';
-import { fsOpCounts, injectFault, resetFsSeam, setFsHook } from '../../src/services/fs.ts';
+import { seam } from '../helpers/fault-seam.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { deferred, exists, macrotasks, pauseOn, settle, until } from '../helpers/async.ts';
 
-afterEach(() => resetFsSeam());
+afterEach(() => seam.resetFsSeam());
 
 const C0: ChannelInfo = { gate: 0, channel: 0 };
 const C1: ChannelInfo = { gate: 0, channel: 1 };
@@ -121,7 +121,7 @@ describe('SpillWriter (Flink AbstractSpillingHandlerTest)', () => {
     expect(state.files).toEqual([]);
     expect(state.taskDir).toBeUndefined();
     expect(state.channels).toEqual([C1]);
-    expect(fsOpCounts().mkdir + fsOpCounts().open).toBe(0);
+    expect(seam.fsOpCounts().mkdir + seam.fsOpCounts().open).toBe(0);
     expect(await readdir(root)).toEqual([]);
     expect(state.refCount).toBe(1); // the hand-off grant
     await state.release();
@@ -255,7 +255,7 @@ describe('SpillWriter format and layout', () => {
       maxSpillFileBytes: 1,
       onFirstAcquire: (w) => {
         expect(w).toBe(writer);
-        mkdirsAtHook = fsOpCounts().mkdir;
+        mkdirsAtHook = seam.fsOpCounts().mkdir;
         seen.push(true);
       },
     });
@@ -309,7 +309,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     expect(writer.isAborted).toBe(true);
     await expect(writer.append(C0, bytes(10))).rejects.toBeInstanceOf(AbortedError);
     await expect(writer.close()).rejects.toBeInstanceOf(AbortedError);
-    expect(fsOpCounts().mkdir).toBe(0);
+    expect(seam.fsOpCounts().mkdir).toBe(0);
     expect(await exists(taskDir)).toBe(false);
     await writer.discardSpilledFiles();
     expect(await readdir(root)).toEqual([]);
@@ -321,7 +321,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
       onFirstAcquire: (w) => w.abort(),
     });
     await expect(writer.append(C0, bytes(10))).rejects.toBeInstanceOf(AbortedError);
-    expect(fsOpCounts().mkdir).toBe(0);
+    expect(seam.fsOpCounts().mkdir).toBe(0);
     expect(await exists(taskDir)).toBe(false);
   });
 
@@ -334,7 +334,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     pause.release();
     expect(await appending).toBeInstanceOf(AbortedError);
     expect(await exists(taskDir)).toBe(false);
-    expect(fsOpCounts().open).toBe(0);
+    expect(seam.fsOpCounts().open).toBe(0);
   });
 
   it('G3 a file creation that loses the race with abort deletes its own file', async () => {
@@ -366,9 +366,9 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     const error = await appending;
     expect(error).toBeInstanceOf(AbortedError);
     expect(await readdir(taskDir)).toEqual([]);
-    const opensBefore = fsOpCounts().open;
+    const opensBefore = seam.fsOpCounts().open;
     await expect(writer.append(C0, bytes(40))).rejects.toBeInstanceOf(AbortedError);
-    expect(fsOpCounts().open).toBe(opensBefore);
+    expect(seam.fsOpCounts().open).toBe(opensBefore);
     expect(await readdir(taskDir)).toEqual([]);
     await writer.discardSpilledFiles();
     expect(await exists(taskDir)).toBe(false);
@@ -400,7 +400,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     await discarding;
     expect(await appending).toBeInstanceOf(AbortedError);
     expect(await exists(taskDir)).toBe(false);
-    expect(fsOpCounts().open).toBe(0);
+    expect(seam.fsOpCounts().open).toBe(0);
   });
 
   it('C1 a failed discard is not final: the next discardSpilledFiles retries the delete', async () => {
@@ -409,7 +409,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     // The rotation waits for file 0's write and closes it: no write is in flight whose
     // abort-time cleanup could take the injected rm fault.
     await writer.append(C1, bytes(4));
-    injectFault({ op: 'rm', code: 'EIO' });
+    seam.injectFault({ op: 'rm', code: 'EIO' });
     const error = await settle(writer.discardSpilledFiles());
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
     expect(await exists(taskDir)).toBe(true);
@@ -421,7 +421,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     const { writer, taskDir } = await newWriter({});
     await writer.append(C0, bytes(10));
     await writer.append(C1, bytes(10));
-    injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-0.bin' });
+    seam.injectFault({ op: 'close', code: 'EIO', pathIncludes: 'spill-segment-0.bin' });
     const error = await settle(writer.close());
     expect((error as NodeJS.ErrnoException).code).toBe('EIO');
     expect(await readdir(taskDir)).toEqual(['spill-segment-0.bin']); // flushed, then close failed
@@ -433,7 +433,7 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     const { writer, taskDir } = await newWriter({ maxSegmentBytes: 20, maxSpillFileBytes: 1 });
     await writer.append(C0, bytes(4));
     await writer.append(C1, bytes(4)); // file 0 written
-    injectFault({ op: 'write', code: 'ENOSPC' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC' });
     const error = await settle(Promise.resolve(writer.append(C0, bytes(4)))); // file 1's write fails
     expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
     expect((await readdir(taskDir)).sort()).toEqual(['spill-segment-0.bin', 'spill-segment-1.bin']);
@@ -473,7 +473,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     let writesRequested = 0;
     const reached = deferred();
     const gate = deferred();
-    setFsHook(async (op) => {
+    seam.setFsHook(async (op) => {
       if (op === 'write' && ++writesRequested === 1) {
         reached.resolve();
         await gate.promise;
@@ -518,7 +518,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
         reported.push(e);
       },
     });
-    injectFault({ op: 'write', code: 'ENOSPC' });
+    seam.injectFault({ op: 'write', code: 'ENOSPC' });
     await writer.append(C0, bytes(4));
     const results: unknown[] = [];
     for (const c of [C1, C0, C1])
@@ -536,7 +536,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     expect(firstFailure).toBeGreaterThanOrEqual(0);
     expect(firstFailure).toBeLessThanOrEqual(1);
     for (const r of results.slice(firstFailure)) expect(r).toBe(injected);
-    expect(fsOpCounts().write).toBe(1); // nothing is written after the failure
+    expect(seam.fsOpCounts().write).toBe(1); // nothing is written after the failure
     await writer.discardSpilledFiles();
     expect(await exists(taskDir)).toBe(false);
   });
@@ -548,7 +548,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     const closing = writer.close();
     await pause.reached;
     await macrotasks();
-    expect(fsOpCounts().close).toBe(0);
+    expect(seam.fsOpCounts().close).toBe(0);
     pause.release();
     const state = await closing;
     expect((await readFile(state.files[0]!)).length).toBe(32);
@@ -564,7 +564,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     const rms: string[] = [];
     const gate = deferred();
     let paused = false;
-    setFsHook(async (op, path) => {
+    seam.setFsHook(async (op, path) => {
       if (op === 'rm') rms.push(path);
       if (op === 'write' && !paused) {
         paused = true;
@@ -589,8 +589,8 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     await discarding;
     // The landed file goes with the dir: no extra delete between the cancel and the dir gone.
     expect(rms).toEqual([taskDir]);
-    expect(fsOpCounts().write).toBe(1);
-    expect(fsOpCounts().open).toBe(1);
+    expect(seam.fsOpCounts().write).toBe(1);
+    expect(seam.fsOpCounts().open).toBe(1);
     expect(await exists(taskDir)).toBe(false);
   });
 
@@ -599,7 +599,7 @@ describe('SpillWriter write-behind (one write in flight, two buffers)', () => {
     gate.resolve();
     await until(() => rms.length > 0, 'the writer deletes the landed file'); // write lands, writer acts
     expect(rms).toEqual([file0]); // its own delete started before anyone asked for a discard
-    expect(fsOpCounts().write).toBe(1);
+    expect(seam.fsOpCounts().write).toBe(1);
     await writer.discardSpilledFiles(); // waits for that delete, then removes the dir
     expect(rms).toEqual([file0, taskDir]);
     expect(await exists(taskDir)).toBe(false);

@@ -3,7 +3,7 @@
  * failed or cancelled upload is aborted (AbortMultipartUpload), so no parts stay billed and
  * invisible in the bucket — the object-store analogue of a leaked spill file. Memory: one part.
  */
-import { constants } from 'node:fs';
+import { fsConstants as constants } from '../fs.ts';
 import { addSuppressed, AbortedError, RemoteNotFoundError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import { redactText } from './redact.ts';

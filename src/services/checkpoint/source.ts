@@ -4,7 +4,7 @@
  * that is not a usable input is a {@link CheckpointPathError} (bad input), never a raw errno
  * from deep inside the reader.
  */
-import { constants } from 'node:fs';
+import { fsConstants as constants } from '../fs.ts';
 import { CheckpointPathError, errnoOf } from '../errors.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
 import { httpFetcher } from './http-source.ts';

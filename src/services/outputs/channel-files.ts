@@ -10,7 +10,7 @@
  * what fills the heap, so an operation is one async function over bare descriptors: no
  * promise chain per channel, no file-handle object per file.
  */
-import { constants } from 'node:fs';
+import { fsConstants as constants } from '../fs.ts';
 import { join } from 'node:path';
 import { channelId, channelKey, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
 import { ErrorCollector, toError } from '../errors.ts';

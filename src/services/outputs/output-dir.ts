@@ -10,7 +10,7 @@
  * same liveness rules as the sweep (G7).
  */
 import { randomBytes } from 'node:crypto';
-import type { Stats } from 'node:fs';
+import type { Stats } from '../fs.ts';
 import { join } from 'node:path';
 import { channelKey, type ChannelInfo } from '../channel.ts';
 import { addSuppressed, errnoOf, OutputDirError, OutputExistsError } from '../errors.ts';

@@ -3,7 +3,7 @@
  * start time of that pid and its pid namespace, as written to each owner dir's `owner.json`.
  * `kill(pid, 0)` means nothing once pids are reused; these together do.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { fsSeam } from '../fs.ts';
 import { VERSION } from '../../version.ts';
 
 /** The boot id of a platform without one (no /proc). */
@@ -68,8 +68,8 @@ function readOwnIdentity(): Identity {
     pidNamespace: undefined,
   };
   try {
-    const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    const stat = parseProcStat(readFileSync('/proc/self/stat', 'utf8'));
+    const bootId = fsSeam.readProcText('/proc/sys/kernel/random/boot_id').trim();
+    const stat = parseProcStat(fsSeam.readProcText('/proc/self/stat'));
     // A /proc mounted from another pid namespace would describe some other process as "self":
     // then nothing read from it may be trusted to judge pids.
     if (!/^[0-9a-f-]{8,64}$/.test(bootId) || stat === undefined || stat.pid !== process.pid) {
@@ -77,7 +77,7 @@ function readOwnIdentity(): Identity {
     }
     let pidNamespace: number | undefined;
     try {
-      pidNamespace = statSync('/proc/self/ns/pid').ino;
+      pidNamespace = fsSeam.procInode('/proc/self/ns/pid');
     } catch {
       // No namespaces to tell apart (an old kernel, a restricted /proc): judged as before.
     }
@@ -91,8 +91,8 @@ let self: Identity | undefined;
 
 /**
  * This process's identity, read from /proc on first use (importing the package reads nothing)
- * and kept: it never changes. Read with plain `fs`, not the seam: a fault a test arms on the
- * seam must not poison it and name the owner dir wrongly.
+ * and kept: it never changes. Read through the seam's /proc readers, which no fault reaches: a
+ * fault a test arms on the seam must not poison it and name the owner dir wrongly.
  */
 export function ownIdentity(): Identity {
   self ??= readOwnIdentity();

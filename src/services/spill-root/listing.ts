@@ -5,7 +5,7 @@
  * and never follows a symlink.
  */
 import { join, resolve, sep } from 'node:path';
-import type { Stats } from 'node:fs';
+import type { Stats } from '../fs.ts';
 import { SpillRootError } from '../errors.ts';
 import { fsSeam, listFiles } from '../fs.ts';
 import { OWNER_DIR_RE } from './identity.ts';

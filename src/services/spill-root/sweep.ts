@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import type { Stats } from 'node:fs';
+import type { Stats } from '../fs.ts';
 import { CleanupError, SpillRootError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import {

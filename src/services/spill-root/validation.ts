@@ -3,7 +3,7 @@
  * unless sticky, and a `spillway/` dir inside it that is ours and writable by nobody else.
  * Anyone who could write there could plant entries that the sweep or the writer would act on.
  */
-import type { Stats } from 'node:fs';
+import type { Stats } from '../fs.ts';
 import { SpillRootError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 

@@ -1,0 +1,58 @@
+/**
+ * The seams are the only way in (docs/architecture.md), checked on the sources:
+ * - nothing under src/ but services/fs.ts imports node:fs or node:fs/promises (the CLI aside:
+ *   it reads the user's files before any recovery starts); the bench lives outside src/;
+ * - the product outside src/pool/ (the demo's fault injection, a feature of `spillway demo`)
+ *   imports no fault or hook registry: the file seam counts and fails nothing unless a fault
+ *   seam is handed to it.
+ * Each check is first run on a violating source, so it can fail.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repo, sourcesUnder, specifiersOf, src } from './sources.ts';
+
+const FS_SEAM = join(src, 'services', 'fs.ts');
+const FAULT_SEAM = join(src, 'pool', 'fault-seam.ts');
+const under = (dir: string) => (file: string) => file.startsWith(join(src, dir) + sep);
+
+/** Whether a source imports node's file system module itself. */
+function importsNodeFs(text: string): boolean {
+  return specifiersOf(text).some((s) => /^(node:)?fs(\/promises)?$/.test(s));
+}
+
+/** Whether a source (at `file`) imports the fault registry, or names its arming calls. */
+function importsFaultRegistry(file: string, text: string): boolean {
+  const viaPath = specifiersOf(text).some(
+    (s) => s.startsWith('.') && resolve(dirname(file), s) === FAULT_SEAM,
+  );
+  return viaPath || /\b(injectFault|setFsHook|fsOpCounts|resetFsSeam)\s*\(/.test(text);
+}
+
+describe('seams', () => {
+  it('the checks flag a direct fs import and a fault registry import', () => {
+    expect(importsNodeFs("import { readFileSync } from 'node:fs';")).toBe(true);
+    expect(importsNodeFs("import type { Stats } from 'fs';")).toBe(true);
+    expect(importsNodeFs("import { fsSeam } from '../fs.ts';")).toBe(false);
+    const file = join(src, 'services', 'spill', 'x.ts');
+    expect(
+      importsFaultRegistry(file, "import { faultSeam } from '../../pool/fault-seam.ts';"),
+    ).toBe(true);
+    expect(importsFaultRegistry(file, "seam.injectFault({ op: 'rm', code: 'EIO' });")).toBe(true);
+    expect(importsFaultRegistry(file, "import { fsSeam } from '../fs.ts';")).toBe(false);
+  });
+
+  it('nothing under src/ but services/fs.ts imports node:fs (the CLI aside)', () => {
+    const found = sourcesUnder(src)
+      .filter((f) => f !== FS_SEAM && !under('cli')(f))
+      .filter((f) => importsNodeFs(readFileSync(f, 'utf8')));
+    expect(found.map((f) => relative(repo, f))).toEqual([]);
+  });
+
+  it('the product outside src/pool/ imports no fault or hook registry', () => {
+    const found = sourcesUnder(src)
+      .filter((f) => !under('pool')(f))
+      .filter((f) => importsFaultRegistry(f, readFileSync(f, 'utf8')));
+    expect(found.map((f) => relative(repo, f))).toEqual([]);
+  });
+});
