@@ -122,6 +122,8 @@ export {
   RemoteNotFoundError,
   RemoteAccessError,
   RemoteError,
+  RemoteUnsupportedError,
+  RemoteTimeoutError,
   suppressedOf,
 } from './services/errors.ts';
 export type {

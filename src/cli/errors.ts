@@ -6,6 +6,7 @@ import {
   OutputDirError,
   OutputExistsError,
   RemoteNotFoundError,
+  RemoteUnsupportedError,
   SpillRootError,
   suppressedOf,
 } from '../services/errors.ts';
@@ -21,7 +22,8 @@ function isBadInput(error: unknown): boolean {
     error instanceof CheckpointPathError ||
     error instanceof OutputDirError ||
     error instanceof OutputExistsError ||
-    error instanceof RemoteNotFoundError
+    error instanceof RemoteNotFoundError ||
+    error instanceof RemoteUnsupportedError
   ) {
     return true;
   }

@@ -47,7 +47,9 @@ export type SpillwayErrorCode =
   | 'ERR_SPILLWAY_CHECKPOINT_CHANGED'
   | 'ERR_SPILLWAY_REMOTE_NOT_FOUND'
   | 'ERR_SPILLWAY_REMOTE_ACCESS'
-  | 'ERR_SPILLWAY_REMOTE';
+  | 'ERR_SPILLWAY_REMOTE'
+  | 'ERR_SPILLWAY_REMOTE_UNSUPPORTED'
+  | 'ERR_SPILLWAY_REMOTE_TIMEOUT';
 
 /**
  * Base class: every Spillway error has a stable `code` and can carry the errors that came
@@ -203,6 +205,47 @@ export class RemoteError extends RemoteLocationError {
     location: string,
     reason: string,
     /** How many times the read was retried before it failed for good. */
+    readonly retries = 0,
+    options?: { cause?: unknown },
+  ) {
+    super(location, reason, options);
+  }
+}
+
+/**
+ * A remote checkpoint served in a way no retry can make readable as the object's own bytes: an
+ * encoded body (`Content-Encoding: gzip` despite `Accept-Encoding: identity`), no size to prove
+ * its end by, a range that starts elsewhere than asked. The location is not a usable checkpoint
+ * as it is served, like a FIFO given as a file: bad input (CLI exit 2). `location` is redacted.
+ *
+ * @example
+ * ```ts
+ * new RemoteUnsupportedError('https://h/cp.spwc', 'the body is gzip-encoded …').code;
+ * // 'ERR_SPILLWAY_REMOTE_UNSUPPORTED'
+ * ```
+ */
+export class RemoteUnsupportedError extends RemoteLocationError {
+  override readonly code = 'ERR_SPILLWAY_REMOTE_UNSUPPORTED';
+}
+
+/**
+ * A remote read that passed its hard deadline (`deadlineMs`, from the first request to the last
+ * byte): a server that drips, or accepts and never answers, ends here instead of never. The
+ * request in flight was aborted; `retries` = how many times the read was retried first.
+ *
+ * @example
+ * ```ts
+ * new RemoteTimeoutError('https://h/cp.spwc', 'deadline of 8000 ms passed at byte 12', 0).code;
+ * // 'ERR_SPILLWAY_REMOTE_TIMEOUT'
+ * ```
+ */
+export class RemoteTimeoutError extends RemoteLocationError {
+  override readonly code = 'ERR_SPILLWAY_REMOTE_TIMEOUT';
+
+  constructor(
+    location: string,
+    reason: string,
+    /** How many times the read was retried before the deadline passed. */
     readonly retries = 0,
     options?: { cause?: unknown },
   ) {

@@ -106,6 +106,7 @@ describe('every error has a stable code', () => {
         case 'ERR_SPILLWAY_OUTPUT_EXISTS':
         case 'ERR_SPILLWAY_USAGE':
         case 'ERR_SPILLWAY_REMOTE_NOT_FOUND':
+        case 'ERR_SPILLWAY_REMOTE_UNSUPPORTED':
           return 2;
         case 'ABORT_ERR':
           return 130;
@@ -126,6 +127,7 @@ describe('every error has a stable code', () => {
         case 'ERR_SPILLWAY_CHECKPOINT_CHANGED':
         case 'ERR_SPILLWAY_REMOTE_ACCESS':
         case 'ERR_SPILLWAY_REMOTE':
+        case 'ERR_SPILLWAY_REMOTE_TIMEOUT':
           return 1;
         default: {
           // Adding a code without a case here is a compile error (tsc --noEmit runs in npm test).

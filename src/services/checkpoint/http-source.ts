@@ -1,13 +1,22 @@
 /**
  * `http(s)://` checkpoints through Node's built-in fetch: ranged GETs (`Range: bytes=N-`), the
- * ETag pinned by the first answer and sent back as `If-Match`. A presigned object-store URL
- * works as it is; its query string (the signature) is never printed.
+ * ETag pinned by the first answer and sent back as `If-Match` when it is strong. A presigned
+ * object-store URL works as it is; its query string (the signature) is never printed.
+ *
+ * Honest bytes (G12): the request asks for `Accept-Encoding: identity`, and an answer with any
+ * other `Content-Encoding` is refused before its body is read. Node's fetch would decode it
+ * silently, and the decoded bytes are neither the object's bytes nor as many as its
+ * `Content-Length` says, so a range over them would be meaningless. The object's size comes
+ * from `Content-Range` (or a full answer's `Content-Length`) and must agree with the answer's
+ * own length. `user:password@` in the URL is sent as a Basic `Authorization` header (fetch
+ * refuses such a URL) and, like the query string, never printed.
  */
 import {
   CheckpointChangedError,
   RemoteAccessError,
   RemoteError,
   RemoteNotFoundError,
+  RemoteUnsupportedError,
 } from '../errors.ts';
 import { redactLocation, redactText } from './redact.ts';
 import type { RangeFetcher, RangeResponse } from './resume.ts';
@@ -30,14 +39,21 @@ class TransientStatus extends Error {}
  */
 export function httpFetcher(url: string): RangeFetcher {
   const location = redactLocation(url);
+  const { target, authorization } = splitCredentials(url, location);
   return {
     location,
     async open(start, etag, signal, end): Promise<RangeResponse> {
-      const headers: Record<string, string> = { range: `bytes=${start}-${end ?? ''}` };
-      if (etag !== undefined) headers['if-match'] = etag;
+      const headers: Record<string, string> = {
+        range: `bytes=${start}-${end ?? ''}`,
+        'accept-encoding': 'identity',
+      };
+      if (authorization !== undefined) headers.authorization = authorization;
+      // If-Match compares strongly (RFC 9110 §13.1.1): a weak ETag would never match and every
+      // resume would look like a changed object. resume.ts proves a weak one's object otherwise.
+      if (etag !== undefined && !isWeakEtag(etag)) headers['if-match'] = etag;
       let response: Response;
       try {
-        response = await fetch(url, { headers, signal, redirect: 'follow' });
+        response = await fetch(target, { headers, signal, redirect: 'follow' });
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         // undici's "fetch failed" hides the errno in its cause.
@@ -74,21 +90,27 @@ export function httpFetcher(url: string): RangeFetcher {
         if (transientStatus(status)) throw new TransientStatus(`HTTP ${status}`);
         throw new RemoteError(location, `unexpected answer HTTP ${status}`);
       }
-      const size = sizeOf(response, start);
-      if (size === undefined) {
+      const encoding = encodingOf(response);
+      if (encoding !== undefined) {
         cancel();
-        throw new RemoteError(
+        throw new RemoteUnsupportedError(
           location,
-          status === 200
-            ? `the server ignored the Range request at byte ${start} (HTTP 200), cannot resume`
-            : 'the server sent no usable Content-Range / Content-Length',
+          `the server sent the object ${encoding}-encoded (Content-Encoding: ${encoding}) although ` +
+            "identity was asked for; its bytes are not the checkpoint's bytes, so it is refused " +
+            '(serve it unencoded, e.g. turn off on-the-fly compression for this path)',
         );
+      }
+      const range = rangeOf(response, start);
+      if (typeof range === 'string') {
+        cancel();
+        throw new RemoteUnsupportedError(location, range);
       }
       const body = response.body ?? emptyBody();
       return {
         body: body as AsyncIterable<Uint8Array>,
         etag: response.headers.get('etag') ?? undefined,
-        size,
+        size: range.size,
+        offset: range.offset,
         cancel,
       };
     },
@@ -100,16 +122,75 @@ export function httpFetcher(url: string): RangeFetcher {
   };
 }
 
-/** The whole object's size from a 206's `Content-Range`, or a 200's length at start 0. */
-function sizeOf(response: Response, start: number): number | undefined {
-  if (response.status === 206) {
-    const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(response.headers.get('content-range') ?? '');
-    if (m === null || Number(m[1]) !== start) return undefined;
-    return Number(m[3]);
+/** Whether an ETag is weak (`W/"…"`): equal ones say "equivalent", not "the same bytes". */
+export function isWeakEtag(etag: string): boolean {
+  return /^W\//.test(etag);
+}
+
+/** The answer's content coding unless it is none or `identity` (lower case). */
+function encodingOf(response: Response): string | undefined {
+  const header = response.headers.get('content-encoding');
+  if (header === null) return undefined;
+  const codings = header
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  return codings.length === 0 ? undefined : codings.join(', ');
+}
+
+/**
+ * The URL fetch is given and the `Authorization` header for its user info: fetch refuses a URL
+ * with credentials (a raw TypeError), so they travel as Basic auth, percent-decoded. undici drops
+ * the header on a redirect to another origin.
+ */
+function splitCredentials(
+  url: string,
+  location: string,
+): { target: string; authorization?: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (error) {
+    throw new RemoteNotFoundError(location, 'not a valid URL', { cause: error });
   }
-  if (start !== 0) return undefined;
+  if (parsed.username === '' && parsed.password === '') return { target: url };
+  const user = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  return {
+    target: parsed.href,
+    authorization: `Basic ${Buffer.from(user, 'utf8').toString('base64')}`,
+  };
+}
+
+/**
+ * Where the answer's body starts and the whole object's size, or why the answer cannot be
+ * used: a 206's `Content-Range` must start at the byte asked for and agree with the answer's
+ * `Content-Length`; a 200 (the server ignored `Range`) is the whole object from byte 0 and
+ * needs a `Content-Length`. Without a size the end of the object could not be proven (G12).
+ */
+function rangeOf(response: Response, start: number): { offset: number; size: number } | string {
   const length = response.headers.get('content-length');
-  return length === null ? undefined : Number(length);
+  const declared = length === null ? undefined : Number(length);
+  if (response.status === 206) {
+    const range = response.headers.get('content-range') ?? '';
+    const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(range);
+    if (m === null) {
+      return `the server answered a range without a usable Content-Range ('${range}')`;
+    }
+    const [first, last, size] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    if (first !== start || last < first || last >= size) {
+      return `the server answered bytes ${first}-${last}/${size} when asked for byte ${start} on`;
+    }
+    if (declared !== undefined && declared !== last + 1 - first) {
+      return `Content-Length ${declared} disagrees with Content-Range ${range}`;
+    }
+    return { offset: first, size };
+  }
+  if (declared === undefined || !Number.isSafeInteger(declared) || declared < 0) {
+    return 'the server sent no Content-Length or Content-Range, so the end of the object cannot be proven';
+  }
+  return { offset: 0, size: declared };
 }
 
 async function* emptyBody(): AsyncGenerator<Uint8Array> {}

@@ -1,19 +1,38 @@
 /**
  * A remote checkpoint read as one sequential byte stream that survives a flaky network: a
  * reset connection, a 5xx, a stalled body or a truncated response is retried with a ranged
- * request from the next byte the reader has not consumed, with bounded retries, backoff and an
- * overall deadline. The first response's ETag and size are pinned; every resumed request sends
- * `If-Match` and its answer is checked again, so two versions of an object are never spliced
- * (a {@link CheckpointChangedError} instead).
+ * request from the next byte the reader has not consumed, with bounded retries, backoff and a
+ * hard deadline. Two versions of an object are never spliced (G12): the first answer's size and
+ * ETag are pinned, and a resume is made only when the object is proven unchanged —
+ * - by a strong ETag: sent as `If-Match` and compared again (some stores ignore `If-Match`);
+ * - without one (no ETag, or a weak `W/"…"` one, which says "equivalent", not "the same
+ *   bytes"): by reading the object again from byte 0 and checking that the bytes already
+ *   consumed have the same SHA-256 as the first time, before a single new byte is handed on.
+ *   Then every byte handed on is the new answer's own (the old ones are proven equal to it).
+ * Either way a {@link CheckpointChangedError} otherwise. The end of the object is where its
+ * pinned size says, never where an answer happens to stop (an SPWC file cut at an entry
+ * boundary is itself valid, and shorter).
+ *
+ * Bounded in time (G11): the stall timeout covers waiting for an answer's headers as well as
+ * for each body chunk, and the deadline is one timer over the whole read that aborts whatever
+ * is in flight, so a server that drips a byte every 100 ms or never answers ends the read by
+ * then ({@link RemoteTimeoutError}).
  *
  * Where it resumes: at the exact byte after the last one handed to the checkpoint reader. That
  * byte is at or after the last entry boundary the reader verified (the reader checks an entry's
  * CRC over all its bytes, across any resume), and nothing the reader was given is ever given
- * again, so the spill writer never sees a byte twice (G6) and a resume costs no re-download.
+ * again, so the spill writer never sees a byte twice (G6).
  *
  * Memory: one response chunk at a time (G8), whatever the object's size.
  */
-import { AbortedError, CheckpointChangedError, RemoteError } from '../errors.ts';
+import { createHash, type Hash } from 'node:crypto';
+import {
+  AbortedError,
+  CheckpointChangedError,
+  RemoteError,
+  RemoteTimeoutError,
+  RemoteUnsupportedError,
+} from '../errors.ts';
 
 /** One ranged response: the object's bytes from the requested start to its end. */
 export interface RangeResponse {
@@ -23,6 +42,11 @@ export interface RangeResponse {
   readonly etag: string | undefined;
   /** The whole object's size (from `Content-Range`, or `Content-Length` for a full answer). */
   readonly size: number;
+  /**
+   * Where the body starts in the object; default the requested start. A server that ignored
+   * `Range` answers the whole object (0): the bytes before the requested start are skipped.
+   */
+  readonly offset?: number;
   /** Stops the response (closes its socket); idempotent. */
   cancel(): void;
 }
@@ -62,9 +86,15 @@ export interface RetryPolicy {
   backoffMs?: number;
   /** Largest backoff delay; default 5 s. */
   maxBackoffMs?: number;
-  /** A body that delivers nothing for this long is a stall, retried; default 30 s. */
+  /**
+   * An answer whose headers, or a body that delivers nothing, for this long is a stall,
+   * retried; default 30 s.
+   */
   stallTimeoutMs?: number;
-  /** No retry starts after this long since the read began; default 30 min. */
+  /**
+   * A hard bound on the whole read, from the first request on: when it passes, the request in
+   * flight is aborted and the read fails ({@link RemoteTimeoutError}); default 30 min.
+   */
   deadlineMs?: number;
 }
 
@@ -103,6 +133,9 @@ const DEFAULTS = {
 class Stalled extends Error {}
 class Truncated extends Error {}
 
+/** Short hex of a digest, for messages. */
+const short = (digest: Buffer): string => `${digest.toString('hex').slice(0, 16)}…`;
+
 /**
  * A remote object as a positional reader with the shape of a local file (`read`, `close`), so
  * the checkpoint reader consumes either without knowing which.
@@ -113,14 +146,30 @@ export class ResumableRead {
   private attempt: AbortController | undefined;
   private pending: Uint8Array | undefined;
   private pendingAt = 0;
+  /** The next byte to hand on: every byte before it was consumed from some answer. */
   private position = 0;
+  /** The object offset of the next byte the current answer's body gives. */
+  private streamAt = 0;
   private etag: string | undefined;
   private size = -1;
+  /**
+   * Without a strong ETag: SHA-256 of bytes [0, position), the proof a resumed answer must
+   * match; undefined when a strong ETag proves the object instead.
+   */
+  private hash: Hash | undefined;
+  /** While an answer re-reads bytes before `position`: their SHA-256, checked at `position`. */
+  private verify: Hash | undefined;
   private retries = 0;
   private streak = 0;
   private progressSinceRetry = true;
+  private lastFailure: string | undefined;
   private closed = false;
   private readonly started = performance.now();
+  /** Set once the deadline passed: every wait rejects with it from then on. */
+  private expired: RemoteTimeoutError | undefined;
+  private readonly deadline: NodeJS.Timeout;
+  /** Rejects the wait in progress (deadline, close). */
+  private interrupt: ((error: unknown) => void) | undefined;
   private readonly policy: Required<RetryPolicy>;
 
   constructor(
@@ -134,6 +183,9 @@ export class ResumableRead {
       stallTimeoutMs: options.stallTimeoutMs ?? DEFAULTS.stallTimeoutMs,
       deadlineMs: options.deadlineMs ?? DEFAULTS.deadlineMs,
     };
+    // One timer for the whole read, so no wait (headers, a dripping body, a backoff) outlives it.
+    // unref: the socket in flight, not this timer, is what keeps a process alive.
+    this.deadline = setTimeout(() => this.expire(), this.policy.deadlineMs).unref();
   }
 
   /** The object's size, known once {@link start} resolved. */
@@ -153,15 +205,51 @@ export class ResumableRead {
 
   /**
    * Reads up to `length` bytes at `position` into `buffer[offset…]`, waiting until that many
-   * arrived or the object ended; returns the bytes read (0 at the end). A position other than
-   * the next one starts a new ranged request there.
+   * arrived or the object ended; returns the bytes read (0 at the end, which is where the pinned
+   * size says). A position after the next one starts a new ranged request there (without a
+   * strong ETag: reads on to it, so the proof covers every byte); an earlier one re-requests it,
+   * which without a strong ETag is refused (it could not be proven to be the same object).
    */
   async read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
     if (this.closed) throw new AbortedError(`${this.fetcher.location}: read after close`);
-    if (position !== this.position) {
+    if (this.expired !== undefined) throw this.expired;
+    if (position < this.position) {
+      if (this.hash !== undefined) {
+        throw new RemoteUnsupportedError(
+          this.fetcher.location,
+          `cannot read byte ${position} again after byte ${this.position}: the server gives no ` +
+            'strong ETag, so a second request could not be proven to read the same object',
+        );
+      }
       this.dropResponse();
       this.position = position;
+    } else if (position > this.position) {
+      if (this.hash === undefined) {
+        this.dropResponse();
+        this.position = position;
+      } else {
+        await this.consume(undefined, 0, position - this.position);
+      }
     }
+    return this.consume(buffer, offset, length);
+  }
+
+  /** Stops the request in flight; idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.deadline);
+    this.interrupt?.(new AbortedError(`${this.fetcher.location}: read closed`));
+    this.dropResponse();
+    this.fetcher.dispose?.();
+  }
+
+  /** Hands on (copies, unless `buffer` is undefined: skips) up to `length` bytes. */
+  private async consume(
+    buffer: Buffer | undefined,
+    offset: number,
+    length: number,
+  ): Promise<number> {
     let filled = 0;
     while (filled < length && this.position < this.size) {
       if (this.pending === undefined) {
@@ -169,7 +257,9 @@ export class ResumableRead {
         continue;
       }
       const take = Math.min(length - filled, this.pending.length - this.pendingAt);
-      buffer.set(this.pending.subarray(this.pendingAt, this.pendingAt + take), offset + filled);
+      const bytes = this.pending.subarray(this.pendingAt, this.pendingAt + take);
+      buffer?.set(bytes, offset + filled);
+      this.hash?.update(bytes);
       this.pendingAt += take;
       this.position += take;
       filled += take;
@@ -179,19 +269,59 @@ export class ResumableRead {
     return filled;
   }
 
-  /** Stops the request in flight; idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.dropResponse();
-    this.fetcher.dispose?.();
-  }
-
   private throwIfAborted(): void {
     const signal = this.options.signal;
     if (signal?.aborted === true) {
       throw signal.reason ?? new AbortedError(`${this.fetcher.location}: read aborted`);
     }
+  }
+
+  /** The deadline passed: fail the wait in progress and every later one, close the socket. */
+  private expire(): void {
+    if (this.closed) return;
+    const last = this.lastFailure === undefined ? '' : ` (last retry: ${this.lastFailure})`;
+    this.expired = new RemoteTimeoutError(
+      this.fetcher.location,
+      `deadline of ${this.policy.deadlineMs} ms passed at byte ${this.position}` +
+        `${this.size >= 0 ? ` of ${this.size}` : ''}${last}`,
+      this.retries,
+    );
+    this.interrupt?.(this.expired);
+    this.dropResponse();
+  }
+
+  /**
+   * Waits for `work`, but never past the deadline or an abort, nor (with `stall`) longer than
+   * the stall timeout; `work`'s late outcome is dropped.
+   */
+  private guarded<T>(work: Promise<T>, stall?: string): Promise<T> {
+    work.catch(() => undefined);
+    return new Promise<T>((resolve, reject) => {
+      if (this.expired !== undefined) return reject(this.expired);
+      const signal = this.options.signal;
+      if (signal?.aborted === true) return reject(signal.reason);
+      let timer: NodeJS.Timeout | undefined;
+      const settle = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (this.interrupt === fail) this.interrupt = undefined;
+      };
+      const fail = (error: unknown) => {
+        settle();
+        reject(error);
+      };
+      const onAbort = () => fail(signal!.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.interrupt = fail;
+      if (stall !== undefined) {
+        const ms = this.policy.stallTimeoutMs;
+        timer = setTimeout(() => fail(new Stalled(`no ${stall} for ${ms} ms`)), ms);
+      }
+      work.then((value) => {
+        settle();
+        resolve(value);
+      }, fail);
+    });
   }
 
   private async connect(): Promise<void> {
@@ -205,19 +335,23 @@ export class ResumableRead {
     attempt.signal.addEventListener('abort', () => outer?.removeEventListener('abort', onAbort), {
       once: true,
     });
-    const response = await this.fetcher.open(
-      this.position,
-      this.etag,
-      attempt.signal,
-      this.options.probeEnd,
+    // Without a strong ETag the object is proven by its bytes: read it again from byte 0.
+    const from = this.hash !== undefined ? 0 : this.position;
+    const response = await this.guarded(
+      this.fetcher.open(from, this.etag, attempt.signal, this.options.probeEnd),
+      'answer',
     );
     if (this.size < 0) {
       this.size = response.size;
       this.etag = response.etag;
+      if (this.etag === undefined || /^W\//.test(this.etag)) this.hash = createHash('sha256');
     } else if (
       response.size !== this.size ||
-      (this.etag !== undefined && response.etag !== undefined && response.etag !== this.etag)
+      (this.etag !== undefined &&
+        response.etag !== this.etag &&
+        (response.etag !== undefined || this.hash === undefined))
     ) {
+      // A strong ETag that is missing from a resumed answer proves nothing: refused as well.
       response.cancel();
       throw new CheckpointChangedError(
         this.fetcher.location,
@@ -226,34 +360,61 @@ export class ResumableRead {
         `${response.etag ?? '(none)'} (${response.size} bytes)`,
       );
     }
+    const offset = response.offset ?? from;
+    if (offset > this.position) {
+      response.cancel();
+      throw new RemoteUnsupportedError(
+        this.fetcher.location,
+        `asked for byte ${from}, the answer starts at byte ${offset}`,
+      );
+    }
     this.response = response;
     this.iterator = response.body[Symbol.asyncIterator]();
+    this.streamAt = offset;
+    if (this.hash !== undefined && this.position > 0) this.verify = createHash('sha256');
   }
 
   private async nextChunk(): Promise<void> {
     if (this.iterator === undefined) await this.connect();
     const iterator = this.iterator!;
-    let timer: NodeJS.Timeout | undefined;
-    const stall = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Stalled(`no byte for ${this.policy.stallTimeoutMs} ms`)),
-        this.policy.stallTimeoutMs,
-      );
-    });
-    const next = iterator.next();
-    // Once the race is lost the pending next() rejects when the response is cancelled.
-    next.catch(() => undefined);
-    try {
-      const r = await Promise.race([next, stall]);
+    for (;;) {
+      const r = await this.guarded(iterator.next(), 'byte');
       if (r.done === true) {
-        throw new Truncated(`response ended at byte ${this.position} of ${this.size}`);
+        throw new Truncated(`response ended at byte ${this.streamAt} of ${this.size}`);
       }
-      if (r.value.length > 0) {
-        this.pending = r.value;
+      let chunk = r.value;
+      if (this.streamAt < this.position) {
+        // Bytes consumed before: skipped, and proven equal to those when no strong ETag can.
+        const k = Math.min(chunk.length, this.position - this.streamAt);
+        this.verify?.update(chunk.subarray(0, k));
+        this.streamAt += k;
+        chunk = chunk.subarray(k);
+        if (this.streamAt === this.position) this.checkReRead();
+      }
+      this.streamAt += chunk.length;
+      if (chunk.length > 0) {
+        this.pending = chunk;
         this.pendingAt = 0;
+        return;
       }
-    } finally {
-      clearTimeout(timer);
+    }
+  }
+
+  /** The re-read bytes [0, position) must be those consumed the first time, byte for byte. */
+  private checkReRead(): void {
+    const verify = this.verify;
+    if (verify === undefined) return;
+    this.verify = undefined;
+    const want = this.hash!.copy().digest();
+    const got = verify.digest();
+    if (!want.equals(got)) {
+      const range = `bytes 0-${this.position - 1}`;
+      throw new CheckpointChangedError(
+        this.fetcher.location,
+        this.position,
+        `${this.etag ?? '(none)'} (no strong ETag; ${range}: sha256 ${short(want)})`,
+        `${range}: sha256 ${short(got)}`,
+      );
     }
   }
 
@@ -261,11 +422,13 @@ export class ResumableRead {
   private async withRetries(step: () => Promise<void>): Promise<void> {
     for (;;) {
       this.throwIfAborted();
+      if (this.expired !== undefined) throw this.expired;
       try {
         await step();
         return;
       } catch (error) {
         this.throwIfAborted();
+        if (this.expired !== undefined) throw this.expired;
         if (!this.transient(error)) throw error;
         this.dropResponse();
         await this.backoff(error);
@@ -289,6 +452,7 @@ export class ResumableRead {
     this.streak++;
     this.retries++;
     const reason = (error as Error | undefined)?.message ?? String(error);
+    this.lastFailure = reason;
     const { maxRetries, backoffMs, maxBackoffMs, deadlineMs } = this.policy;
     if (this.streak > maxRetries) {
       throw new RemoteError(
@@ -301,7 +465,8 @@ export class ResumableRead {
     const base = Math.min(maxBackoffMs, backoffMs * 2 ** (this.streak - 1));
     const delayMs = Math.round(base / 2 + (Math.random() * base) / 2);
     if (performance.now() - this.started + delayMs > deadlineMs) {
-      throw new RemoteError(
+      // The retry could not even start before the deadline: fail now rather than sleep first.
+      throw new RemoteTimeoutError(
         this.fetcher.location,
         `deadline of ${deadlineMs} ms passed at byte ${this.position}: ${reason}`,
         this.retries - 1,
@@ -309,11 +474,18 @@ export class ResumableRead {
       );
     }
     this.options.onRetry?.({ retry: this.retries, offset: this.position, reason, delayMs });
-    await abortableDelay(delayMs, this.options.signal);
+    let timer: NodeJS.Timeout | undefined;
+    const wait = new Promise<void>((resolve) => (timer = setTimeout(resolve, delayMs)));
+    try {
+      await this.guarded(wait);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private dropResponse(): void {
     this.pending = undefined;
+    this.verify = undefined;
     this.response?.cancel();
     this.attempt?.abort(new AbortedError(`${this.fetcher.location}: request dropped`));
     this.response = undefined;
@@ -344,22 +516,4 @@ export async function openResumable(
     throw error;
   }
   return read;
-}
-
-function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted === true) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

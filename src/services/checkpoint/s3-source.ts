@@ -9,6 +9,7 @@ import {
   RemoteAccessError,
   RemoteError,
   RemoteNotFoundError,
+  RemoteUnsupportedError,
 } from '../errors.ts';
 import { redactText } from './redact.ts';
 import type { RangeFetcher, RangeResponse } from './resume.ts';
@@ -107,17 +108,22 @@ export function s3Fetcher(location: string, options: S3Options = {}): RangeFetch
       const body = out.Body as Readable | undefined;
       const cancel = () => body?.destroy();
       const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(out.ContentRange ?? '');
-      const size =
+      // No Content-Range: the store ignored Range and sent the whole object (resume.ts skips
+      // what was consumed before). The SDK never decodes a body, so its bytes are the object's.
+      const range =
         m !== null && Number(m[1]) === start
-          ? Number(m[3])
-          : start === 0
-            ? out.ContentLength
+          ? { offset: start, size: Number(m[3]) }
+          : m === null && out.ContentLength !== undefined
+            ? { offset: 0, size: out.ContentLength }
             : undefined;
-      if (size === undefined || body === undefined) {
+      if (range === undefined || body === undefined) {
         cancel();
-        throw new RemoteError(shown, `the store ignored the Range request at byte ${start}`);
+        throw new RemoteUnsupportedError(
+          shown,
+          `the store answered '${out.ContentRange ?? ''}' to a Range request at byte ${start}`,
+        );
       }
-      return { body, etag: out.ETag, size, cancel };
+      return { body, etag: out.ETag, ...range, cancel };
     },
     isTransient: transient,
     dispose() {
