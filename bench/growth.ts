@@ -47,27 +47,9 @@ export const QUICK_GROWTH: GrowthOptions = {
   ],
 };
 
-export interface StateFigures {
-  mb: number;
-  ms: number;
-  peakRssMiB: number;
-  /** ms per GiB: flat when time is linear in the state size. */
-  msPerGiB: number;
-}
-
-export interface TaskFigures {
-  tasks: number;
-  ms: number;
-  peakRssMiB: number;
-  /** (peak − the same child with nothing recovered) ÷ tasks. */
-  rssPerTaskMiB: number;
-}
-
-export interface GrowthFigures {
-  state: StateFigures[];
-  tasks: TaskFigures[];
-  channels: ChannelFigures[];
-}
+// The figures' types live apart, so the SVG that draws them does not import this module back.
+export type { GrowthFigures, StateFigures, TaskFigures } from './growth-figures.ts';
+import type { GrowthFigures, StateFigures, TaskFigures } from './growth-figures.ts';
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
 

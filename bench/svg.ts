@@ -3,7 +3,7 @@
  * plotting dependency) — recover time and peak RSS against state size, peak RSS against
  * concurrent tasks, and time against the file-creation floor per channel count.
  */
-import type { GrowthFigures } from './growth.ts';
+import type { GrowthFigures } from './growth-figures.ts';
 
 const W = 300;
 const H = 200;

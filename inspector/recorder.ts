@@ -12,6 +12,7 @@ import {
   type AnyStateMachine,
   type InspectionEvent,
 } from 'xstate';
+import { checkpointOwner, snapshotCheckpointId } from '../src/machines/ownership.ts';
 import { serializeMachine } from './definitions.ts';
 import { sanitize, sanitizeEventData } from './sanitize.ts';
 import type {
@@ -57,12 +58,12 @@ function inferSource(event: Record<string, unknown>): string | null {
     case 'TRIGGER.INSTALLED':
       return 'gap';
     case 'SNAPSHOT.OWNED':
-      return `checkpoint-${String(event.checkpointId)}`;
+      return checkpointOwner(Number(event.checkpointId));
     case 'SPILL.RELEASED': {
       const r = String(event.resource);
       if (r === 'drainer') return 'drain';
-      if (r.startsWith('snapshot-')) return `checkpoint-${r.slice('snapshot-'.length)}`;
-      return null;
+      const checkpointId = snapshotCheckpointId(r);
+      return checkpointId === undefined ? null : checkpointOwner(checkpointId);
     }
     case 'CHECKPOINT':
     case 'CANCEL':

@@ -5,25 +5,8 @@
  * APIs do for the same mistakes.
  */
 import { checkRescaleOption } from './services/rescale/rescale-options.ts';
-
-/** A `TypeError` with Node's code for a bad argument, naming `options.<name>`. */
-function invalid(name: string, expected: string, got: unknown, value = false): TypeError {
-  const error = new TypeError(
-    `options.${name} must be ${expected}; got ${describe(got)}`,
-  ) as TypeError & { code: string };
-  error.code = value ? 'ERR_INVALID_ARG_VALUE' : 'ERR_INVALID_ARG_TYPE';
-  return error;
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : typeof value;
-}
+import { SEGMENT_HEADER_BYTES } from './services/spill/segment-format.ts';
+import { describeValue as describe, invalidOption as invalid } from './services/option-error.ts';
 
 function optional(o: Record<string, unknown>, name: string, type: string, expected: string): void {
   const v = o[name];
@@ -93,10 +76,10 @@ export function validateRecoverOptions(options: unknown): void {
     for (const name of ['maxSpillFileBytes', 'maxSegmentBytes', 'bufferBytes', 'readChunkBytes']) {
       positiveInteger(`limits.${name}`, l[name]);
     }
-    if (typeof l.maxSegmentBytes === 'number' && l.maxSegmentBytes <= 16) {
+    if (typeof l.maxSegmentBytes === 'number' && l.maxSegmentBytes <= SEGMENT_HEADER_BYTES) {
       throw invalid(
         'limits.maxSegmentBytes',
-        'more than 16 (a segment header)',
+        `more than ${SEGMENT_HEADER_BYTES} (a segment header)`,
         l.maxSegmentBytes,
         true,
       );

@@ -9,6 +9,7 @@ import type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts
 import type { ChannelInfo } from './services/channel.ts';
 import type { ChannelTarget } from './services/channel-streams.ts';
 import type { RecoveryProgress } from './services/progress.ts';
+import type { StageTag } from './services/stage.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
 import type { RecordReport } from './services/rescale/filtering-spill.ts';
@@ -134,15 +135,7 @@ export type TaskStateValue =
   | 'cancelled'
   | { alive: 'running' | { restoring: 'fetching' | 'gap' | 'draining' } };
 
-/**
- * The stage a state belongs to, as a state tag.
- *
- * @example
- * ```ts
- * recovery.actor.getSnapshot().hasTag('drain');
- * ```
- */
-export type StageTag = 'fetch' | 'gap' | 'drain' | 'running';
+export type { StageTag } from './services/stage.ts';
 
 /**
  * The part of the task's context a program may read.

@@ -9,6 +9,7 @@ import { discardRemainder, writeRemainder } from '../services/spill/remainder-wr
 import { AbortedError, addSuppressed, toError } from '../services/errors.ts';
 import type { CheckpointReply, CheckpointResult } from './events.ts';
 import type { TaskRef } from './task-ref.ts';
+import { snapshotResource } from './ownership.ts';
 import type { S3Options } from '../services/checkpoint/remote-options.ts';
 
 export interface CheckpointWriterInput {
@@ -85,7 +86,7 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     if (!signal.aborted) {
       parent.send({
         type: 'SPILL.RELEASED',
-        resource: `snapshot-${checkpointId}`,
+        resource: snapshotResource(checkpointId),
         ...(closeError !== undefined ? { error: closeError } : {}),
       });
     }

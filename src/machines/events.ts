@@ -7,6 +7,7 @@ import type { Closeable } from '../services/registry.ts';
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import type { Drainer } from '../services/spill/drainer.ts';
 import type { SpillReader } from '../services/spill/spill-reader.ts';
+import type { StageName } from '../services/stage.ts';
 
 /**
  * The actors that can own a resource. `task` means the task's registry holds it.
@@ -16,7 +17,7 @@ import type { SpillReader } from '../services/spill/spill-reader.ts';
  * const owner: OwnerId | undefined = recovery.actor.getSnapshot().context.ownership.drainer;
  * ```
  */
-export type OwnerId = 'fetch' | 'gap' | 'drain' | 'task' | `checkpoint-${number}`;
+export type OwnerId = StageName | 'task' | `checkpoint-${number}`;
 
 /**
  * The resources whose ownership is tracked: one entry per live resource.

@@ -28,8 +28,18 @@ export function snapshotResource(checkpointId: number): ResourceId {
   return `snapshot-${checkpointId}`;
 }
 
+/** The checkpoint writer actor of checkpoint `id`, as an owner (and the actor's id). */
+export function checkpointOwner(checkpointId: number): `checkpoint-${number}` {
+  return `checkpoint-${checkpointId}`;
+}
+
+/** The checkpoint id of a snapshot reader resource, or undefined for any other resource. */
+export function snapshotCheckpointId(resource: string): number | undefined {
+  return resource.startsWith('snapshot-') ? Number(resource.slice('snapshot-'.length)) : undefined;
+}
+
 function isSnapshotResource(resource: string): boolean {
-  return resource.startsWith('snapshot-');
+  return snapshotCheckpointId(resource) !== undefined;
 }
 
 function without(ownership: Ownership, ...resources: ResourceId[]): Ownership {
@@ -126,7 +136,7 @@ export function adoptSnapshotReader(
 ): OwnershipMove {
   const resource = snapshotResource(checkpointId);
   return {
-    ownership: { ...ownership, [resource]: `checkpoint-${checkpointId}` },
+    ownership: { ...ownership, [resource]: checkpointOwner(checkpointId) },
     registry: [{ type: 'own', resource, closeable: reader }],
   };
 }

@@ -13,7 +13,9 @@ import type { RemoteOptions } from '../services/checkpoint/remote-options.ts';
 import type { ProgressCounters } from '../services/progress.ts';
 import type { RescaleOption } from '../services/rescale/rescale-options.ts';
 
-export type StageName = 'fetch' | 'gap' | 'drain';
+import type { StageName } from '../services/stage.ts';
+
+export type { StageName };
 
 /**
  * Fault and timing hooks for tests and the demo's fault injection. Each runs inside a stage

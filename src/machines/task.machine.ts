@@ -24,6 +24,7 @@ import type {
 import {
   adoptDrainer,
   adoptSnapshotReader,
+  checkpointOwner,
   handOffFetchedState,
   holdsSnapshot,
   leftovers,
@@ -39,7 +40,7 @@ import { drainMachine } from './drain.machine.ts';
 import { registryActor } from './registry.actor.ts';
 import { checkpointWriter } from './checkpoint-writer.actor.ts';
 import type { TaskServices } from './task-services.ts';
-import type { StageTag } from '../recovery-types.ts';
+import { STAGE_TAGS, type StageTag } from '../services/stage.ts';
 import { remainderFormat } from '../services/rescale/rescale-options.ts';
 
 export interface TaskInput {
@@ -193,7 +194,7 @@ export const taskMachine = setup({
       ({ context, enqueue, self }, params: Omit<CheckpointEvent, 'type'>) => {
         enqueue.assign({ checkpoints: context.checkpoints + 1 });
         enqueue.spawnChild('checkpointWriter', {
-          id: `checkpoint-${params.checkpointId}`,
+          id: checkpointOwner(params.checkpointId),
           input: {
             parent: self,
             drainer: context.drainer!,
@@ -405,7 +406,7 @@ export const taskMachine = setup({
  * ```
  */
 export function stageOf(snapshot: SnapshotFrom<typeof taskMachine>): StageTag | undefined {
-  for (const tag of ['fetch', 'gap', 'drain', 'running'] as const) {
+  for (const tag of STAGE_TAGS) {
     if (snapshot.hasTag(tag)) return tag;
   }
   return undefined;

@@ -3,6 +3,7 @@
  * records as leaked every file no live task owns (G1 across a long-lived process).
  */
 import { join } from 'node:path';
+import { errnoOf } from '../services/errors.ts';
 import { fsSeam, listFiles } from '../services/fs.ts';
 import type { SpillRoot } from '../services/spill-root/spill-root.ts';
 import { parseTaskDirName, taskDirPrefix, type LoopState } from './loop.ts';
@@ -165,7 +166,7 @@ async function readdirOrEmpty(dir: string): Promise<string[]> {
   try {
     return await fsSeam.readdir(dir);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if (errnoOf(e) === 'ENOENT') return [];
     throw e;
   }
 }

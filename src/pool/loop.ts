@@ -2,7 +2,6 @@
  * One loop of the pool: the task id it runs under (which names its task dir, so a path tells
  * which loop it belongs to) and the record its fault injection keeps for the judge.
  */
-import type { ChannelShape } from './shape.ts';
 import type { StartedRecovery as Recovery } from '../recover.ts';
 import type { TaskServices } from '../machines/task-services.ts';
 import type { stageOf } from '../machines/task.machine.ts';
@@ -44,6 +43,18 @@ export function taskIdInPath(path: string): string | undefined {
 }
 
 /** What one channel received: checked against the checkpoint after the loop (G6). */
+/**
+ * One channel of the checkpoint as a clean recovery must deliver it (measured by shape.ts;
+ * declared here, where a loop keeps what it expects, so shape.ts is the only one to import).
+ */
+export interface ChannelShape {
+  key: string;
+  gate: number;
+  channel: number;
+  bytes: number;
+  crc: number;
+}
+
 export interface ChannelTrack {
   crc: number;
   bytes: number;

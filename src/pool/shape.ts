@@ -13,17 +13,10 @@ import type { SpillRoot } from '../services/spill-root/spill-root.ts';
 import { FilteringSpill } from '../services/rescale/filtering-spill.ts';
 import { recordRules, type RescaleOption } from '../services/rescale/rescale-options.ts';
 import { taskDirsOf } from './census.ts';
-import { taskDirMarker } from './loop.ts';
+import { taskDirMarker, type ChannelShape } from './loop.ts';
 import type { OpCounts } from './plan.ts';
 
-/** One channel of the checkpoint as a clean recovery must deliver it. */
-export interface ChannelShape {
-  key: string;
-  gate: number;
-  channel: number;
-  bytes: number;
-  crc: number;
-}
+export type { ChannelShape } from './loop.ts';
 
 /** What the pool knows of its checkpoint and of one clean recovery of it. */
 export interface Shape {

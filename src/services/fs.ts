@@ -9,6 +9,7 @@ import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { removeTree, type TreeOps } from './remove-tree.ts';
+import { errnoOf } from './errors.ts';
 
 // What the rest of Spillway needs of node:fs besides operations: nothing else imports it.
 export { constants as fsConstants } from 'node:fs';
@@ -333,7 +334,7 @@ export async function listFiles(path: string): Promise<{ path: string; size: num
     try {
       st = await fsSeam.lstat(p);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      if (errnoOf(e) === 'ENOENT') return;
       throw e;
     }
     if (!st.isDirectory()) {
@@ -344,7 +345,7 @@ export async function listFiles(path: string): Promise<{ path: string; size: num
     try {
       names = await fsSeam.readdir(p);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      if (errnoOf(e) === 'ENOENT') return;
       throw e;
     }
     for (const name of names) await visit(join(p, name));

@@ -3,6 +3,7 @@
  * buffer, no event), read and published coalesced by whoever watches — cheap enough to leave
  * on. The CLI's own progress bar is drawn from it.
  */
+import type { StageTag } from './stage.ts';
 
 /**
  * Where a recovery is: a stage while restoring, then how it ended.
@@ -12,8 +13,7 @@
  * const ended = (stage: ProgressStage) => ['finished', 'failed', 'cancelled'].includes(stage);
  * ```
  */
-export type ProgressStage =
-  'starting' | 'fetch' | 'gap' | 'drain' | 'running' | 'finished' | 'failed' | 'cancelled';
+export type ProgressStage = 'starting' | StageTag | 'finished' | 'failed' | 'cancelled';
 
 /**
  * One reading of a recovery's progress.

@@ -15,6 +15,7 @@
  * delete they fall back to is the one step whose failure is the delete's.
  */
 import { join } from 'node:path';
+import { errnoOf } from './errors.ts';
 
 /** The operations a tree delete needs, as the file seam provides them. */
 export interface TreeOps {
@@ -28,10 +29,6 @@ export interface TreeOps {
 
 /** Unlinks in flight at once: enough to keep the thread pool busy, bounded for huge dirs. */
 const BATCH = 64;
-
-function codeOf(e: unknown): string | undefined {
-  return (e as NodeJS.ErrnoException | undefined)?.code;
-}
 
 /**
  * Removes `path` (a file or a tree); a missing path is fine; symlinks are removed, never
@@ -49,13 +46,13 @@ export async function removeTree(path: string, ops: TreeOps): Promise<void> {
     // anything else goes to the general delete, which removes the link and never its target.
     if (!(await ops.lstat(path)).isDirectory()) return await ops.rmAll(path);
   } catch (e) {
-    if (codeOf(e) === 'ENOENT') return;
+    if (errnoOf(e) === 'ENOENT') return;
     throw e;
   }
   try {
     names = await ops.readdir(path);
   } catch (e) {
-    if (codeOf(e) === 'ENOENT') return;
+    if (errnoOf(e) === 'ENOENT') return;
     // The listing is the fast path: the general delete decides.
     return ops.rmAll(path);
   }
@@ -66,7 +63,7 @@ export async function removeTree(path: string, ops: TreeOps): Promise<void> {
         try {
           await ops.unlink(child);
         } catch (e) {
-          if (codeOf(e) === 'ENOENT') return;
+          if (errnoOf(e) === 'ENOENT') return;
           // EISDIR (Linux) / EPERM (macOS) for a directory, or a failed unlink: the general
           // delete takes it, and its failure is the delete's.
           await ops.rmAll(child);
@@ -77,8 +74,8 @@ export async function removeTree(path: string, ops: TreeOps): Promise<void> {
   try {
     await ops.rmdir(path);
   } catch (e) {
-    if (codeOf(e) === 'ENOENT') return;
-    if (codeOf(e) === 'ENOTEMPTY' || codeOf(e) === 'EEXIST') {
+    if (errnoOf(e) === 'ENOENT') return;
+    if (errnoOf(e) === 'ENOTEMPTY' || errnoOf(e) === 'EEXIST') {
       // Something was created meanwhile: the general delete takes it all.
       return ops.rmAll(path);
     }

@@ -2,6 +2,7 @@
  * The `rescale` option of a recovery: a new subtask of a new parallelism (Flink's key-group
  * rule) or a custom `keep` predicate, checked once and turned into a parser's rules.
  */
+import { invalidOption } from '../option-error.ts';
 import { MAX_ENTRY_LENGTH } from '../checkpoint/format.ts';
 import { DEFAULT_MAX_SEGMENT_BYTES, type SpillLimits } from '../spill/limits.ts';
 import {
@@ -63,8 +64,11 @@ function isPredicate(
 
 function checkInt(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new TypeError(
-      `options.rescale.${name} must be an integer in ${min}..${max}, got ${String(value)}`,
+    throw invalidOption(
+      `rescale.${name}`,
+      `an integer in ${min}..${max}`,
+      value,
+      typeof value === 'number',
     );
   }
   return value;
@@ -104,7 +108,7 @@ export function resolveRescaleTarget(target: RescaleTarget): ResolvedRescaleTarg
  */
 export function checkRescaleOption(option: unknown): void {
   if (typeof option !== 'object' || option === null) {
-    throw new TypeError(`options.rescale must be an object, got ${String(option)}`);
+    throw invalidOption('rescale', 'an object', option);
   }
   const o = option as RescaleOption;
   if (o.maxRecordBytes !== undefined)

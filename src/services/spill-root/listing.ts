@@ -6,11 +6,11 @@
  */
 import { join, resolve, sep } from 'node:path';
 import type { Stats } from '../fs.ts';
-import { SpillRootError } from '../errors.ts';
+import { SpillRootError, errnoOf } from '../errors.ts';
 import { fsSeam, listFiles } from '../fs.ts';
 import { OWNER_DIR_RE } from './identity.ts';
 import { SWEPT_RE, decideOwner } from './sweep.ts';
-import { checkRoot, checkSpillwayDir, code, message } from './validation.ts';
+import { checkRoot, checkSpillwayDir, message } from './validation.ts';
 
 /**
  * One task dir inside an owner dir.
@@ -81,7 +81,7 @@ async function measureOwner(
   try {
     names = await fsSeam.readdir(ownerPath);
   } catch (e) {
-    if (code(e) !== 'ENOENT') throw e;
+    if (errnoOf(e) !== 'ENOENT') throw e;
     names = [];
   }
   for (const name of names.sort()) {
@@ -125,7 +125,7 @@ export async function listSpillRoot(root: string): Promise<SpillRootListing> {
   try {
     st = await fsSeam.lstat(dir);
   } catch (e) {
-    if (code(e) === 'ENOENT') return empty;
+    if (errnoOf(e) === 'ENOENT') return empty;
     throw new SpillRootError(`cannot inspect ${dir}: ${message(e)}`, { cause: e });
   }
   checkSpillwayDir(dir, st);
@@ -133,7 +133,7 @@ export async function listSpillRoot(root: string): Promise<SpillRootListing> {
   try {
     names = await fsSeam.readdir(dir);
   } catch (e) {
-    if (code(e) === 'ENOENT') return empty;
+    if (errnoOf(e) === 'ENOENT') return empty;
     throw new SpillRootError(`cannot list ${dir}: ${message(e)}`, { cause: e });
   }
   for (const name of names.sort()) {

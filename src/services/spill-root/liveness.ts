@@ -4,6 +4,7 @@
  * Anything that cannot be judged (unreadable `/proc`, another pid namespace, unknown boot)
  * counts as alive, so a sweep errs towards keeping.
  */
+import { errnoOf } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import {
   UNKNOWN_BOOT,
@@ -46,7 +47,7 @@ export function judge(
     try {
       text = fsSeam.readFileSync(`/proc/${id.pid}/stat`).toString('utf8');
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
+      const code = errnoOf(e);
       // ESRCH: the process exited while we read its stat file.
       if (code === 'ENOENT' || code === 'ESRCH') {
         return { alive: false, reason: `no process ${id.pid} on this boot` };
@@ -72,7 +73,7 @@ export function judge(
     try {
       process.kill(id.pid, 0);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ESRCH') {
+      if (errnoOf(e) === 'ESRCH') {
         return { alive: false, reason: `no process ${id.pid}` };
       }
     }

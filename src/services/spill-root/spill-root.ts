@@ -10,13 +10,13 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { addSuppressed, CleanupError, MisuseError, SpillRootError } from '../errors.ts';
+import { addSuppressed, CleanupError, MisuseError, SpillRootError, errnoOf } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 import { currentOwner, ownIdentity, ownerDirName } from './identity.ts';
 import { holdOwnerDir, releaseOwnerDir } from './liveness.ts';
 import { defaultLog, rand8, sweepSpillwayDir, type SweepReport } from './sweep.ts';
-import { checkRoot, ensureSpillwayDir, foreignReason, message, code } from './validation.ts';
+import { checkRoot, ensureSpillwayDir, foreignReason, message } from './validation.ts';
 
 /**
  * The spill root to use: `explicit` (`--spill-root`), else `SPILLWAY_SPILL_ROOT`, else the OS
@@ -169,7 +169,7 @@ export class SpillRoot {
     try {
       await fsSeam.mkdir(this.ownerDir, { mode: 0o700 });
     } catch (e) {
-      if (code(e) !== 'EEXIST') throw e;
+      if (errnoOf(e) !== 'EEXIST') throw e;
       // Only this process can hold this name: it is left over from one of our instances whose
       // close failed. Start it afresh rather than inherit its contents.
       const st = await fsSeam.lstat(this.ownerDir);

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Stats } from '../fs.ts';
-import { CleanupError, SpillRootError } from '../errors.ts';
+import { CleanupError, SpillRootError, errnoOf } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import {
   OWNER_DIR_RE,
@@ -17,7 +17,7 @@ import {
   type OwnerMarker,
 } from './identity.ts';
 import { isHeldHere, judge, type Verdict } from './liveness.ts';
-import { checkRoot, checkSpillwayDir, code, foreignReason, message } from './validation.ts';
+import { checkRoot, checkSpillwayDir, foreignReason, message } from './validation.ts';
 
 /** A marker-less owner dir this young may still be being created by its (live) owner. */
 const YOUNG_DIR_MS = 10 * 60 * 1000;
@@ -57,9 +57,9 @@ async function readMarker(ownerPath: string): Promise<OwnerMarker | string> {
   try {
     st = await fsSeam.lstat(file);
   } catch (e) {
-    return code(e) === 'ENOENT'
+    return errnoOf(e) === 'ENOENT'
       ? 'owner.json is missing'
-      : `owner.json cannot be read (${code(e) ?? message(e)})`;
+      : `owner.json cannot be read (${errnoOf(e) ?? message(e)})`;
   }
   if (!st.isFile()) return 'owner.json is not a regular file';
   if (st.size > MAX_MARKER_BYTES) return `owner.json is too large (${st.size} bytes)`;
@@ -67,7 +67,7 @@ async function readMarker(ownerPath: string): Promise<OwnerMarker | string> {
   try {
     text = (await fsSeam.readFile(file)).toString('utf8');
   } catch (e) {
-    return `owner.json cannot be read (${code(e) ?? message(e)})`;
+    return `owner.json cannot be read (${errnoOf(e) ?? message(e)})`;
   }
   let data: unknown;
   try {
@@ -108,7 +108,7 @@ async function claimAndRemove(dir: string, path: string, stem: string): Promise<
   try {
     await fsSeam.rename(path, claimed);
   } catch (e) {
-    if (code(e) === 'ENOENT') return false;
+    if (errnoOf(e) === 'ENOENT') return false;
     throw e;
   }
   try {
@@ -155,7 +155,7 @@ export async function decideOwner(
   try {
     st = await fsSeam.lstat(path);
   } catch (e) {
-    if (code(e) === 'ENOENT') {
+    if (errnoOf(e) === 'ENOENT') {
       return {
         action: 'gone',
         reason: 'another sweeper got it',
@@ -242,7 +242,7 @@ async function finishSwept(
   try {
     st = await fsSeam.lstat(path);
   } catch (e) {
-    if (code(e) === 'ENOENT') return;
+    if (errnoOf(e) === 'ENOENT') return;
     throw e;
   }
   const foreign = foreignReason(st);
@@ -267,7 +267,7 @@ export async function sweepSpillwayDir(dir: string, log: Log): Promise<SweepRepo
   try {
     names = await fsSeam.readdir(dir);
   } catch (e) {
-    if (code(e) !== 'ENOENT') fail(dir, e);
+    if (errnoOf(e) !== 'ENOENT') fail(dir, e);
     return report;
   }
   for (const name of names.sort()) {
@@ -311,7 +311,7 @@ export async function sweepSpillRoot(
   try {
     st = await fsSeam.lstat(dir);
   } catch (e) {
-    if (code(e) === 'ENOENT') return { swept: [], kept: [], errors: [] };
+    if (errnoOf(e) === 'ENOENT') return { swept: [], kept: [], errors: [] };
     throw new SpillRootError(`cannot inspect ${dir}: ${message(e)}`, { cause: e });
   }
   checkSpillwayDir(dir, st);

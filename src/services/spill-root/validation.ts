@@ -4,13 +4,8 @@
  * Anyone who could write there could plant entries that the sweep or the writer would act on.
  */
 import type { Stats } from '../fs.ts';
-import { SpillRootError } from '../errors.ts';
+import { errnoOf, SpillRootError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
-
-/** The errno code of an error, if it has one. */
-export function code(e: unknown): string | undefined {
-  return (e as NodeJS.ErrnoException | undefined)?.code;
-}
 
 /** An error's message, or the thrown value as text. */
 export function message(e: unknown): string {
@@ -27,7 +22,7 @@ export async function checkRoot(root: string): Promise<Stats> {
     st = await fsSeam.lstat(root);
   } catch (e) {
     throw new SpillRootError(
-      code(e) === 'ENOENT'
+      errnoOf(e) === 'ENOENT'
         ? `spill root ${root} does not exist`
         : `spill root ${root} cannot be inspected: ${message(e)}`,
       { cause: e },
@@ -71,7 +66,7 @@ export async function ensureSpillwayDir(dir: string): Promise<void> {
   try {
     await fsSeam.mkdir(dir, { mode: 0o700 });
   } catch (e) {
-    if (code(e) !== 'EEXIST') {
+    if (errnoOf(e) !== 'EEXIST') {
       throw new SpillRootError(`cannot create ${dir}: ${message(e)}`, { cause: e });
     }
   }

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
 import { CheckpointWriter } from '../checkpoint/writer.ts';
 import { fsSeam } from '../fs.ts';
-import { addSuppressed } from '../errors.ts';
+import { addSuppressed, errnoOf } from '../errors.ts';
 import { channelKey } from '../channel.ts';
 import type { SpillReader } from './spill-reader.ts';
 import { isRemoteLocation } from '../checkpoint/redact.ts';
@@ -120,7 +120,7 @@ async function moveInto(from: string, to: string): Promise<void> {
   try {
     await fsSeam.link(from, to);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EXDEV') throw e;
+    if (errnoOf(e) !== 'EXDEV') throw e;
     await fsSeam.copyFile(from, to);
   }
 }

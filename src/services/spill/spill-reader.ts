@@ -19,7 +19,7 @@ import {
 import type { FetchedChannelState } from './fetched-state.ts';
 import { DEFAULT_READ_CHUNK_BYTES } from './limits.ts';
 import { SpillFileWindow, type WindowFence } from './read-ahead.ts';
-import { SEGMENT_HEADER_BYTES } from './segment-format.ts';
+import { SEGMENT_HEADER_BYTES, readSegmentHeader } from './segment-format.ts';
 import {
   START_POSITION,
   checkPosition,
@@ -268,9 +268,7 @@ export class SpillReader {
   /** Enters the segment whose header is `header`, at the live position. */
   private enter(header: Buffer): SpillSegment {
     const { fileIndex, offset } = this.live;
-    const gate = header.readInt32BE(0);
-    const channel = header.readInt32BE(4);
-    const length = header.readInt32BE(8);
+    const { gate, channel, bodyLength: length, crc } = readSegmentHeader(header);
     if (gate < 0 || channel < 0 || length <= 0) {
       throw new SpillCorruptError(
         `${this.files[fileIndex]}: impossible segment header at byte ${offset} ` +
@@ -283,7 +281,7 @@ export class SpillReader {
     live.channel = channel;
     live.remaining = length;
     live.crcSoFar = 0;
-    live.expectedCrc = header.readUInt32BE(12);
+    live.expectedCrc = crc;
     return this.handOut();
   }
 
