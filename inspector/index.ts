@@ -22,7 +22,11 @@ export {
   startInspectorServer,
   InspectorServerError,
   HISTORY_LIMIT,
+  STATELY_BUFFER_LIMIT,
+  STATELY_BUFFER_BYTES,
   type InspectorServer,
   type InspectorServerOptions,
+  type StatelyStats,
+  type StatelyTrimmedMessage,
 } from './server.ts';
 export type * from './protocol.ts';

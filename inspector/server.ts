@@ -32,6 +32,8 @@ export interface InspectorServer {
   publishMetrics(metrics: { files: number; bytes: number; liveTasks: number; at?: number }): void;
   /** The page sockets now: how many, what is queued for them, and how many were cut off. */
   pages(): PageStats;
+  /** The Stately relay's replay buffer now (undefined without `stately: true`). */
+  stately(): StatelyStats | undefined;
   /** Resolves when the server and all sockets are closed. */
   close(): Promise<void>;
 }
@@ -41,6 +43,26 @@ export interface InspectorServerOptions {
   port?: number;
   /** Also forward the stream to Stately's inspector (page `/stately`, socket `/stately/ws`). */
   stately?: boolean;
+}
+
+/** What {@link InspectorServer.stately} reports. */
+export interface StatelyStats {
+  /** Messages relayed since the start. */
+  relayed: number;
+  /** Of those, kept for a socket that comes later (the newest). */
+  buffered: number;
+  /** Their bytes: at most {@link STATELY_BUFFER_BYTES}. */
+  bufferedBytes: number;
+}
+
+/**
+ * What a Stately socket is sent first when the relay's buffer no longer holds the start of the
+ * stream: how many messages it missed, and what the buffer keeps.
+ */
+export interface StatelyTrimmedMessage {
+  type: '@spillway.trimmed';
+  missed: number;
+  keeps: { messages: number; bytes: number };
 }
 
 /** What {@link InspectorServer.pages} reports. */
@@ -60,7 +82,13 @@ export interface PageStats {
 /** Bounds: the history the page can replay, metrics samples, Stately's replay buffer. */
 export const HISTORY_LIMIT = 20_000;
 const METRICS_LIMIT = 20_000;
-const STATELY_BUFFER_LIMIT = 2_000;
+/**
+ * Stately's replay buffer keeps the newest messages, at most this many and at most
+ * {@link STATELY_BUFFER_BYTES} bytes: a client may relay messages of up to 1 MiB each, and
+ * 2,000 of those would hold ~2 GiB (300 of them grew the relay by 318 MiB before).
+ */
+export const STATELY_BUFFER_LIMIT = 2_000;
+export const STATELY_BUFFER_BYTES = 8 * 1024 * 1024;
 /** Records reach the page in batches, so a busy demo cannot flood it. */
 const BATCH_MS = 50;
 /** A burst flushes early: no batch holds more records or bytes than this. */
@@ -149,13 +177,23 @@ export async function startInspectorServer(
   const pages = new Feed(pageReplay);
 
   /** Stately's stream: one event a message; `statelySeq` numbers them, the buffer has the last. */
-  const statelyBuffer: string[] = [];
+  const statelyBuffer: Buffer[] = [];
+  let statelyBufferBytes = 0;
   let statelySeq = 0;
   const statelyReplay = (after: number) => {
     const first = statelySeq - statelyBuffer.length + 1;
-    const seq = Math.max(after + 1, first);
-    const json = statelyBuffer[seq - first];
-    return json === undefined ? undefined : { data: Buffer.from(json), seq };
+    if (after + 1 < first) {
+      // Trimmed before this socket got them: say so once, in a message of the stream's own
+      // shape (`type`) that Stately's clients ignore and our bridge page shows.
+      const notice: StatelyTrimmedMessage = {
+        type: '@spillway.trimmed',
+        missed: first - 1 - after,
+        keeps: { messages: STATELY_BUFFER_LIMIT, bytes: STATELY_BUFFER_BYTES },
+      };
+      return { data: Buffer.from(JSON.stringify(notice)), seq: first - 1 };
+    }
+    const data = statelyBuffer[Math.max(after + 1, first) - first];
+    return data === undefined ? undefined : { data, seq: Math.max(after + 1, first) };
   };
   const statelyFeed = new Feed(statelyReplay);
 
@@ -171,9 +209,17 @@ export async function startInspectorServer(
   };
 
   const relayStately = (json: string, from?: WebSocket) => {
-    statelyBuffer.push(json);
-    if (statelyBuffer.length > STATELY_BUFFER_LIMIT) statelyBuffer.shift();
-    statelyFeed.publish(Buffer.from(json), ++statelySeq, from);
+    // One Buffer, shared by the buffer and every socket it is sent to.
+    const data = Buffer.from(json);
+    statelyBuffer.push(data);
+    statelyBufferBytes += data.length;
+    while (
+      statelyBuffer.length > STATELY_BUFFER_LIMIT ||
+      statelyBufferBytes > STATELY_BUFFER_BYTES
+    ) {
+      statelyBufferBytes -= statelyBuffer.shift()!.length;
+    }
+    statelyFeed.publish(data, ++statelySeq, from);
   };
 
   let forwarder: StatelyForwarder | undefined;
@@ -359,6 +405,11 @@ export async function startInspectorServer(
         bytes: m.bytes,
         liveTasks: m.liveTasks,
       });
+    },
+    stately() {
+      return stately
+        ? { relayed: statelySeq, buffered: statelyBuffer.length, bufferedBytes: statelyBufferBytes }
+        : undefined;
     },
     pages() {
       return {

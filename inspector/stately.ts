@@ -177,9 +177,11 @@ export function statelyBridgeHtml(inspectorUrl: string = STATELY_INSPECTOR_URL):
   <style>
     html, body { margin: 0; height: 100%; background: #0d1117; }
     iframe { width: 100%; height: 100%; border: 0; display: block; }
+    #trimmed { margin: 0; padding: 4px 8px; font: 13px sans-serif; color: #f0c674; }
   </style>
 </head>
 <body>
+  <p id="trimmed" hidden></p>
   <iframe id="inspector" src="${inspectorUrl}"></iframe>
   <script>
     const iframe = document.getElementById('inspector');
@@ -194,6 +196,14 @@ export function statelyBridgeHtml(inspectorUrl: string = STATELY_INSPECTOR_URL):
     const ws = new WebSocket('ws://' + location.host + '/stately/ws');
     ws.onmessage = (message) => {
       const event = JSON.parse(message.data);
+      if (event.type === '@spillway.trimmed') {
+        // The relay's buffer had dropped the start of the stream before this page came.
+        const note = document.getElementById('trimmed');
+        note.textContent = event.missed + ' earlier event(s) were dropped by the relay (it keeps the last ' +
+          event.keeps.messages + ' or ' + Math.round(event.keeps.bytes / 1048576) + ' MiB); what follows is the rest.';
+        note.hidden = false;
+        return;
+      }
       if (connected) iframe.contentWindow.postMessage(event, '*');
       else buffer.push(event);
     };

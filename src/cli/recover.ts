@@ -36,12 +36,14 @@ ${rescaleUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style
 
 A remote read survives a flaky network: a reset, a 5xx, a stalled or truncated body is resumed
 with a ranged request from the next unread byte (SPILLWAY_REMOTE_RETRIES in a row, default 6;
-SPILLWAY_REMOTE_STALL_MS, default 30000; SPILLWAY_REMOTE_DEADLINE_MS, default 1800000). An
-object that changed meanwhile (another ETag) fails the recovery, never spliced. Query strings
-and credentials are never printed.
+SPILLWAY_REMOTE_STALL_MS, default 30000, also for headers; SPILLWAY_REMOTE_DEADLINE_MS, default
+1800000, a hard bound on the whole read). An object that changed meanwhile fails the recovery,
+never spliced (without a strong ETag a resume re-reads and proves the bytes already read); an
+encoded answer (Content-Encoding) is refused. Query strings and credentials are never printed.
 
-Exit codes: 0 ok · 1 recovery failed (also: access denied, retries exhausted, the object changed
-while it was read) · 2 bad input or usage (also: no such object or bucket) · 128+n after signal n
+Exit codes: 0 ok · 1 recovery failed (also: access denied, retries exhausted, deadline passed,
+the object changed while it was read) · 2 bad input or usage (also: no such object or bucket, a
+server that answers encoded bytes or no size) · 128+n after signal n
 (129 HUP, 130 INT, 131 QUIT, 140 USR2, 142 ALRM, 143 TERM: cancelled, cleaned up)
 `;
 

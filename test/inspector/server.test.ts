@@ -16,6 +16,8 @@ import { assign, createActor, createMachine, type AnyActorRef } from 'xstate';
 import {
   HISTORY_LIMIT,
   MAX_BUFFERED_BYTES,
+  STATELY_BUFFER_BYTES,
+  STATELY_BUFFER_LIMIT,
   startInspectorServer,
   type InspectorRecord,
   type InspectorServer,
@@ -641,6 +643,54 @@ describe('Stately interop', () => {
     await late.until('the buffered stream', () => rootDone(late.messages));
   });
 });
+
+describe('Stately relay bounds (issue 23 point 7)', () => {
+  test("the Stately relay's buffer is bounded in bytes: 300 × 1 MiB relayed keep at most STATELY_BUFFER_BYTES, and a late socket is told what it missed", async () => {
+    const server = await start({ stately: true });
+    const sender = await listen(server.port, '/stately/ws');
+    const pad = 'x'.repeat(1024 * 1024 - 64);
+    for (let k = 0; k < 300; k++) sender.ws.send(JSON.stringify({ type: 'big', k, pad }));
+    await waitUntil('300 relayed', () => server.stately()!.relayed === 300);
+    const stats = server.stately()!;
+    expect(stats.bufferedBytes).toBeLessThanOrEqual(STATELY_BUFFER_BYTES);
+    // ~1 MiB each: the byte bound, not the count, is what holds them to a handful.
+    expect(stats.buffered).toBeGreaterThanOrEqual(STATELY_BUFFER_BYTES / (1024 * 1024) - 1);
+    expect(stats.buffered).toBeLessThanOrEqual(STATELY_BUFFER_BYTES / (1024 * 1024));
+    const late = await listen(server.port, '/stately/ws');
+    type Big = { type: string; k?: number; missed?: number; keeps?: unknown };
+    await late.until('the newest message', () => (late.messages as Big[]).some((m) => m.k === 299));
+    const got = late.messages as Big[];
+    expect(got[0]).toEqual({
+      type: '@spillway.trimmed',
+      missed: 300 - stats.buffered,
+      keeps: { messages: STATELY_BUFFER_LIMIT, bytes: STATELY_BUFFER_BYTES },
+    });
+    expect(got.slice(1).map((m) => m.k)).toEqual(
+      Array.from({ length: stats.buffered }, (_, i) => 300 - stats.buffered + i),
+    );
+    // Small messages are bounded by count as before.
+    for (let k = 0; k < STATELY_BUFFER_LIMIT + 100; k++) {
+      sender.ws.send(JSON.stringify({ type: 'small', k }));
+    }
+    await waitUntil(
+      'all relayed',
+      () => server.stately()!.relayed === 300 + STATELY_BUFFER_LIMIT + 100,
+    );
+    expect(server.stately()!.buffered).toBe(STATELY_BUFFER_LIMIT);
+    expect(server.stately()!.bufferedBytes).toBeLessThan(64 * 1024);
+    // The bridge page shows the notice instead of posting it into Stately's UI.
+    const bridge = await get(server.port, '/stately');
+    expect(bridge.body).toContain("event.type === '@spillway.trimmed'");
+  });
+});
+
+async function waitUntil(what: string, done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 describe('the process exits', () => {
   test.each([

@@ -287,6 +287,12 @@ describe('credentials in an http:// URL: sent as a Basic Authorization header, n
     expect(JSON.stringify({ ...(error as object), m: (error as Error).message })).not.toContain(
       encoded,
     );
+    // User info that is not valid percent-encoding: one clean error, not a raw URIError.
+    const bad = await read(`http://ckpt-user:%zz-secret@${host}/cp.spwc`).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(RemoteUnsupportedError);
+    expect((bad as Error).message).toBe(
+      `http://<redacted>@${host}/cp.spwc: the user info of the URL is not valid percent-encoding`,
+    );
   });
 });
 

@@ -140,25 +140,33 @@ function encodingOf(response: Response): string | undefined {
 
 /**
  * The URL fetch is given and the `Authorization` header for its user info: fetch refuses a URL
- * with credentials (a raw TypeError), so they travel as Basic auth, percent-decoded. undici drops
- * the header on a redirect to another origin.
+ * with credentials (a raw TypeError), so they travel as Basic auth, percent-decoded. The user
+ * info is cut out of the text as it is (no re-serialisation that could change a signed query);
+ * undici drops the header on a redirect to another origin.
  */
 function splitCredentials(
   url: string,
   location: string,
 ): { target: string; authorization?: string } {
-  let parsed: URL;
+  const m = /^(https?:\/\/)([^/?#]*)@/i.exec(url);
+  if (m === null) return { target: url };
+  const userInfo = m[2]!;
+  const colon = userInfo.indexOf(':');
+  let user: string;
   try {
-    parsed = new URL(url);
+    user =
+      colon < 0
+        ? `${decodeURIComponent(userInfo)}:`
+        : `${decodeURIComponent(userInfo.slice(0, colon))}:${decodeURIComponent(userInfo.slice(colon + 1))}`;
   } catch (error) {
-    throw new RemoteNotFoundError(location, 'not a valid URL', { cause: error });
+    throw new RemoteUnsupportedError(
+      location,
+      'the user info of the URL is not valid percent-encoding',
+      { cause: error },
+    );
   }
-  if (parsed.username === '' && parsed.password === '') return { target: url };
-  const user = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
-  parsed.username = '';
-  parsed.password = '';
   return {
-    target: parsed.href,
+    target: m[1]! + url.slice(m[0].length),
     authorization: `Basic ${Buffer.from(user, 'utf8').toString('base64')}`,
   };
 }

@@ -212,7 +212,6 @@ export class ResumableRead {
    */
   async read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
     if (this.closed) throw new AbortedError(`${this.fetcher.location}: read after close`);
-    if (this.expired !== undefined) throw this.expired;
     if (position < this.position) {
       if (this.hash !== undefined) {
         throw new RemoteUnsupportedError(
