@@ -122,6 +122,7 @@ export {
   RemoteNotFoundError,
   RemoteAccessError,
   RemoteError,
+  UnknownOperatorError,
   suppressedOf,
 } from './services/errors.ts';
 export type {

@@ -7,6 +7,7 @@ import {
   OutputExistsError,
   RemoteNotFoundError,
   SpillRootError,
+  UnknownOperatorError,
   suppressedOf,
 } from '../services/errors.ts';
 import { UsageError } from './args.ts';
@@ -21,7 +22,8 @@ function isBadInput(error: unknown): boolean {
     error instanceof CheckpointPathError ||
     error instanceof OutputDirError ||
     error instanceof OutputExistsError ||
-    error instanceof RemoteNotFoundError
+    error instanceof RemoteNotFoundError ||
+    error instanceof UnknownOperatorError
   ) {
     return true;
   }
