@@ -33,18 +33,24 @@ export type FlinkStreamHandle =
     }
   | {
       kind: 'relative';
-      /** Relative to the directory that holds `_metadata` (Flink's RelativeFileStateHandle). */
+      /**
+       * Relative to the directory that holds `_metadata` (Flink's RelativeFileStateHandle;
+       * Flink writes only this relative path, then the size).
+       */
       relativePath: string;
-      /** The absolute path Flink wrote alongside (it may be stale after a move). */
-      path: string;
       size: number;
     }
   | {
-      /** File-merging checkpoints: a range of a shared physical file. */
+      /**
+       * File-merging checkpoints (SegmentFileStateHandle): a range of a shared physical file.
+       * Flink's EmptySegmentFileStateHandle placeholder reads as path 'empty', start 0, length 0.
+       */
       kind: 'segment';
       path: string;
       start: number;
       length: number;
+      /** CheckpointedStateScope: where the physical file lives. */
+      scope: 'exclusive' | 'shared';
     };
 
 export interface FlinkChannelHandle {
