@@ -131,5 +131,11 @@ export type {
   RetryPolicy,
   S3Options,
 } from './services/checkpoint/remote-options.ts';
+export {
+  listFlinkCheckpoint,
+  type FlinkCheckpointListing,
+  type FlinkOperatorListing,
+  type FlinkSubtaskListing,
+} from './services/flink/list.ts';
 export { redactLocation } from './services/checkpoint/redact.ts';
 export { VERSION } from './version.ts';
