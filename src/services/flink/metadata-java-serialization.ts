@@ -10,6 +10,7 @@
  * An `Externalizable` class without block-data mode, or an exception marker, is refused (neither
  * can be walked without the class; CheckpointProperties has neither).
  */
+import { CorruptCheckpointError } from '../errors.ts';
 import type { MetadataInput } from './metadata-input.ts';
 
 const STREAM_MAGIC = 0xaced;
@@ -77,7 +78,15 @@ export async function skipJavaSerializedObject(input: MetadataInput, what: strin
     throw input.corrupt(at + 2, `${what}: Java serialization stream version ${version}, not 5`);
   }
   const walker = new Walker(input, what);
-  await walker.topLevelObject();
+  try {
+    await walker.topLevelObject();
+  } catch (error) {
+    // Name the trailer in every reason, also for a string or count cut short inside it.
+    if (error instanceof CorruptCheckpointError && !error.reason.startsWith(what)) {
+      throw input.corrupt(error.offset, `${what}: ${error.reason}`);
+    }
+    throw error;
+  }
 }
 
 class Walker {
