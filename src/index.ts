@@ -138,4 +138,16 @@ export {
   type FlinkSubtaskListing,
 } from './services/flink/list.ts';
 export { redactLocation } from './services/checkpoint/redact.ts';
+export {
+  readCheckpointEntries,
+  detectCheckpointFormat,
+  FLINK_METADATA_MAGIC,
+  type CheckpointFormat,
+  type EntriesSummary,
+  type EntryVisitor,
+  type ReadEntriesOptions,
+} from './services/checkpoint/entries.ts';
+export type { FlinkKey, FlinkSelection } from './services/flink/entry-source.ts';
+export type { FlinkPathOptions, FlinkRelocation } from './services/flink/paths.ts';
+export { keyHash } from './services/flink/stream-element.ts';
 export { VERSION } from './version.ts';
