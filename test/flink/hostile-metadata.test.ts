@@ -148,7 +148,7 @@ const delegateTypeAt = (handleAt: number, offsets: number) => handleAt + 16 + 8 
 
 describe('a truncation at every byte is a CorruptCheckpointError naming the file and an offset in it', () => {
   const real = listFlinkFixtures()
-    .filter((f) => f.variant === 'file')
+    .filter((f) => f.variant === 'file' || f.variant === 'merging')
     .map((f) => ({ name: f.name, bytes: readFileSync(join(f.checkpoint, '_metadata')) }));
 
   it('there is a real _metadata to cut', () => {
@@ -166,16 +166,21 @@ describe('a truncation at every byte is a CorruptCheckpointError naming the file
       const bytes = make();
       // The whole file parses: what fails below fails because of the cut.
       expect(await refusal(bytes)).toBeUndefined();
+      // Plain checks in the loop (one expect per cut would dominate the run), listed at the end.
+      const wrong: string[] = [];
       for (let cut = 0; cut < bytes.length; cut++) {
         const error = await refusal(bytes.subarray(0, cut));
-        if (!(error instanceof CorruptCheckpointError)) {
-          throw new Error(`cut at ${cut}: ${String(error)}`);
+        if (
+          !(error instanceof CorruptCheckpointError) ||
+          error.file !== 'hostile/_metadata' ||
+          error.offset < 0 ||
+          error.offset > cut
+        ) {
+          wrong.push(`cut at ${cut}: ${String(error)}`);
         }
-        expect(error.file).toBe('hostile/_metadata');
-        expect(error.offset).toBeGreaterThanOrEqual(0);
-        expect(error.offset).toBeLessThanOrEqual(cut);
       }
-    });
+      expect(wrong).toEqual([]);
+    }, 180_000);
   }
 
   it('cut files on disk, read by path (file and directory), are refused the same way', async () => {

@@ -44,7 +44,9 @@ export class MetadataInput {
     private readonly signal?: AbortSignal,
     windowBytes = MAX_WINDOW,
   ) {
-    this.window = Buffer.allocUnsafe(Math.max(MIN_WINDOW, Math.min(windowBytes, MAX_WINDOW)));
+    // A file smaller than the window is read whole into a buffer of its own size.
+    const window = Math.max(MIN_WINDOW, Math.min(windowBytes, MAX_WINDOW));
+    this.window = Buffer.allocUnsafe(Math.max(1, Math.min(size, window)));
   }
 
   /** Bytes left between the position and the end of the file. */
