@@ -4,6 +4,16 @@
  * Flink 1.20.x and 2.x alike (the tags are the same in both; every release reads every tag).
  * Only channel handles and their delegates are kept; every other handle is parsed for its bounds
  * and skipped: strings are validated, byte runs and offset arrays are skipped by seeking.
+ *
+ * One file (~460 lines) on purpose: the tag constants and every reader that switches on them stay
+ * side by side, as they do in Flink's serializer, so a tag cannot drift from its layout.
+ *
+ * @example
+ * ```ts
+ * const reader = { input, location: 'chk-3/_metadata' };
+ * await skipKeyedStateHandle(reader, 'managed keyed state');
+ * const handles = await readChannelHandlesV2(reader, 'input');
+ * ```
  */
 import type { MetadataInput } from './metadata-input.ts';
 import type { FlinkChannelHandle, FlinkStreamHandle } from './metadata-types.ts';
@@ -58,6 +68,12 @@ export interface HandleReader {
 /**
  * `deserializeStreamStateHandle`: a type byte (read unsigned, as `dis.read()` does), then the
  * kind's fields. Returns null for the null handle.
+ *
+ * @example
+ * ```ts
+ * const delegate = await readStreamHandle(reader, 'input channel handle delegate');
+ * if (delegate?.kind === 'inline') console.log(delegate.start, delegate.length);
+ * ```
  */
 export async function readStreamHandle(
   r: HandleReader,

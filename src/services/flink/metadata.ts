@@ -122,7 +122,16 @@ async function openMetadata(
   }
 }
 
-/** The whole file: header, body of the version's serializer, and the v4+ trailer. */
+/**
+ * The whole file from an open input: header, body of the version's serializer, and the v4+
+ * trailer. `location` is what inline handles will name as their file.
+ *
+ * @example
+ * ```ts
+ * const input = new MetadataInput(source, bytes, 'chk-3/_metadata');
+ * const meta = await parseMetadata(input, 'chk-3/_metadata');
+ * ```
+ */
 export async function parseMetadata(
   input: MetadataInput,
   location: string,
