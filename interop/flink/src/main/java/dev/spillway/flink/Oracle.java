@@ -204,7 +204,35 @@ public final class Oracle {
         m.put("distinctDelegates",
                 java.util.stream.Stream.concat(in.stream(), out.stream())
                         .map(AbstractChannelStateHandle::getDelegate).distinct().count());
+        m.put("delegateNames",
+                java.util.stream.Stream.concat(in.stream(), out.stream())
+                        .map(h -> delegateName(h.getDelegate())).distinct().sorted()
+                        .collect(Collectors.toList()));
         return m;
+    }
+
+    /** Where a delegate's bytes are, as Flink names them (to see which files subtasks share). */
+    private static String delegateName(StreamStateHandle h) {
+        if (h instanceof org.apache.flink.runtime.state.filesystem.RelativeFileStateHandle) {
+            return "relative:"
+                    + ((org.apache.flink.runtime.state.filesystem.RelativeFileStateHandle) h)
+                            .getRelativePath();
+        }
+        if (h instanceof org.apache.flink.runtime.state.filesystem.FileStateHandle) {
+            return "file:" + ((org.apache.flink.runtime.state.filesystem.FileStateHandle) h)
+                    .getFilePath().getName();
+        }
+        if (h instanceof org.apache.flink.runtime.state.memory.ByteStreamStateHandle) {
+            return "inline:" + ((org.apache.flink.runtime.state.memory.ByteStreamStateHandle) h)
+                    .getHandleName();
+        }
+        if (h instanceof org.apache.flink.runtime.state.filemerging.SegmentFileStateHandle) {
+            org.apache.flink.runtime.state.filemerging.SegmentFileStateHandle g =
+                    (org.apache.flink.runtime.state.filemerging.SegmentFileStateHandle) h;
+            return "segment:" + g.getFilePath().getName() + "@" + g.getStartPos() + "+"
+                    + g.getStateSize();
+        }
+        return h.getClass().getSimpleName() + ":" + h.getStreamStateHandleID();
     }
 
     private static String delegateKind(StreamStateHandle h) {
