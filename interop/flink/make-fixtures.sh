@@ -7,7 +7,7 @@ set -e
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 work=${TMPDIR:-/tmp}/spillway-flink-fixtures
-all="1.20.5-file 1.20.5-inline 2.3.0-file 2.3.0-inline 2.3.0-merging"
+all="1.20.5-file 1.20.5-inline 1.20.5-merging 2.3.0-file 2.3.0-inline 2.3.0-merging"
 names=${*:-$all}
 for name in $names; do
   release=${name%%-*}

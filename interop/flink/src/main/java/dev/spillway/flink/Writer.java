@@ -86,6 +86,7 @@ public final class Writer {
 
         long started = System.nanoTime();
         JobClient client = env.executeAsync("spillway-writer");
+        double submitted = (System.nanoTime() - started) / 1e9;
         Path chk = waitForCheckpoints(out, wanted, 120_000);
         client.cancel().get();
         try {
@@ -107,7 +108,8 @@ public final class Writer {
         }
         System.out.println("CHECKPOINT " + newest);
         System.err.printf(
-                "writer: %d checkpoints in %.1f s%n", taken, (System.nanoTime() - started) / 1e9);
+                "writer: job running after %.1f s, %d checkpoints after %.1f s%n",
+                submitted, taken, (System.nanoTime() - started) / 1e9);
         System.exit(0);
     }
 
