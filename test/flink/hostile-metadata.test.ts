@@ -448,6 +448,22 @@ describe('malformed fields name their offset', () => {
     );
   });
 
+  it('coordinator state: only inline bytes, and none for a fully finished operator', async () => {
+    const file = spec(5);
+    file.operators[0]!.coordinator = { kind: 'file', path: '/c', size: 3 };
+    await expectCorrupt(
+      buildFlinkMetadataWithMarks(file).bytes,
+      /coordinator state must be inline bytes, found a file handle/,
+    );
+    const finished = spec(5);
+    finished.operators[0]!.coordinator = inline(Buffer.from('c'));
+    finished.operators[0]!.fullyFinished = true;
+    await expectCorrupt(
+      buildFlinkMetadataWithMarks(finished).bytes,
+      /a fully finished operator has coordinator state/,
+    );
+  });
+
   it('handles nested without end (key groups in key groups) stop at a fixed depth', async () => {
     let deep: StreamSpec = { kind: 'file', path: '/x', size: 1 };
     for (let i = 0; i < 200; i++)

@@ -279,7 +279,20 @@ function syntheticSpec(version: number): MetadataSpec {
     });
   }
   const b = busySubtask(2, version);
-  b.inputs = [channel(0, 0, 2)];
+  b.inputs =
+    version >= 6
+      ? [
+          {
+            merged: true,
+            subtaskIndex: 2,
+            delegate: { kind: 'relative', relativePath: 'merged-in', size: 300 },
+            channels: [
+              { gate: 0, channel: 0, stateSize: 6, offsets: [4] },
+              { gate: 2, channel: 5, stateSize: 20, offsets: [10, 30] },
+            ],
+          },
+        ]
+      : [channel(0, 0, 2)];
   return {
     version,
     checkpointId: 42,
@@ -379,9 +392,20 @@ describe('every version 3-6 and every handle kind reads back as written (synthet
       } else {
         expect(s0.outputSubpartitions).toHaveLength(1);
       }
-      expect(op!.subtasks[2]!.inputChannels).toMatchObject([
-        { subtaskIndex: 2, gate: 0, channel: 0 },
-      ]);
+      expect(op!.subtasks[2]!.inputChannels).toMatchObject(
+        version >= 6
+          ? [
+              { subtaskIndex: 2, gate: 0, channel: 0, stateSize: 6, offsets: [4] },
+              { subtaskIndex: 2, gate: 2, channel: 5, stateSize: 20, offsets: [10, 30] },
+            ]
+          : [{ subtaskIndex: 2, gate: 0, channel: 0 }],
+      );
+      if (version >= 6) {
+        // One delegate for every channel of a merged handle, as Flink's unmerged handles share it.
+        const [x, y] = op!.subtasks[2]!.inputChannels;
+        expect(x!.delegate).toEqual({ kind: 'relative', relativePath: 'merged-in', size: 300 });
+        expect(y!.delegate).toEqual(x!.delegate);
+      }
       // metadataOffset points into the file at the handle.
       for (const h of allHandles(meta)) {
         expect(h.metadataOffset).toBeGreaterThan(0);
@@ -409,8 +433,8 @@ describe('every version 3-6 and every handle kind reads back as written (synthet
         {
           index: 2,
           finished: false,
-          inputChannels: 1,
-          inputBytes: 6,
+          inputChannels: version >= 6 ? 2 : 1,
+          inputBytes: version >= 6 ? 26 : 6,
           outputSubpartitions: 0,
           outputBytes: 0,
         },
