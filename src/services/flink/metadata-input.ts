@@ -99,17 +99,26 @@ export class MetadataInput {
     this.position = offset;
   }
 
-  /** The window holding `n` bytes at the position, and where they start in it. */
-  private async bytes(n: number, what: string): Promise<number> {
+  /**
+   * Where `n` bytes at the position start in the window (the position moves past them), or -1
+   * when the window must be refilled first. Refuses a read past the end of the file.
+   */
+  private at(n: number, what: string): number {
     this.require(n, what);
     const p = this.position;
     if (p >= this.windowStart && p + n <= this.windowStart + this.windowLength) {
       this.position += n;
       return p - this.windowStart;
     }
+    return -1;
+  }
+
+  /** Refills the window from the position, then takes `n` bytes (at window index 0). */
+  private async refill(n: number): Promise<number> {
     if (this.signal?.aborted === true) {
       throw this.signal.reason ?? new AbortedError(`${this.file}: metadata read aborted`);
     }
+    const p = this.position;
     const want = Math.min(this.window.length, this.size - p);
     let got = 0;
     while (got < want) {
@@ -126,63 +135,81 @@ export class MetadataInput {
     return 0;
   }
 
-  async uint8(what: string): Promise<number> {
-    const i = await this.bytes(1, what);
-    return this.window[i]!;
+  /*
+   * The readers return the value itself when its bytes are already in the window and a promise
+   * only when the window must be refilled: callers `await` either way, but a _metadata of 100,000
+   * channel handles is a million fields, and an async function per field (two promises each)
+   * was most of the parse time and garbage.
+   */
+
+  /** `read(i)` of the `n` bytes at the position, now or after a refill. */
+  private take<T>(n: number, what: string, read: (i: number) => T): T | Promise<T> {
+    const i = this.at(n, what);
+    return i >= 0 ? read(i) : this.refill(n).then(read);
   }
 
-  async int8(what: string): Promise<number> {
-    const i = await this.bytes(1, what);
-    return this.window.readInt8(i);
+  uint8(what: string): number | Promise<number> {
+    return this.take(1, what, (i) => this.window[i]!);
+  }
+
+  int8(what: string): number | Promise<number> {
+    return this.take(1, what, (i) => this.window.readInt8(i));
   }
 
   /** `readBoolean`: any non-zero byte is true. */
-  async bool(what: string): Promise<boolean> {
-    return (await this.uint8(what)) !== 0;
+  bool(what: string): boolean | Promise<boolean> {
+    return this.take(1, what, (i) => this.window[i] !== 0);
   }
 
-  async uint16(what: string): Promise<number> {
-    const i = await this.bytes(2, what);
-    return this.window.readUInt16BE(i);
+  uint16(what: string): number | Promise<number> {
+    return this.take(2, what, (i) => this.window.readUInt16BE(i));
   }
 
-  async int32(what: string): Promise<number> {
-    const i = await this.bytes(4, what);
-    return this.window.readInt32BE(i);
+  int32(what: string): number | Promise<number> {
+    return this.take(4, what, (i) => this.window.readInt32BE(i));
   }
 
   /** An int32 that must not be negative (a count, a length, an index). */
-  async nonNegativeInt32(what: string): Promise<number> {
+  nonNegativeInt32(what: string): number | Promise<number> {
     const at = this.position;
-    const v = await this.int32(what);
-    if (v < 0) throw this.corrupt(at, `negative ${what} ${v}`);
-    return v;
+    return this.take(4, what, (i) => {
+      const v = this.window.readInt32BE(i);
+      if (v < 0) throw this.corrupt(at, `negative ${what} ${v}`);
+      return v;
+    });
+  }
+
+  /** The int64 at window index `i` as a safe integer, or corrupt at `at`. */
+  private safeInt64(i: number, at: number, what: string): number {
+    // Two int32 halves: exact, and no BigInt per field.
+    const hi = this.window.readInt32BE(i);
+    const lo = this.window.readUInt32BE(i + 4);
+    if (hi > 0x1fffff || hi < -0x200000 || (hi === -0x200000 && lo === 0)) {
+      const v = this.window.readBigInt64BE(i);
+      throw this.corrupt(at, `${what} ${v} is not a safe integer (|v| must be < 2^53)`);
+    }
+    return hi * 0x100000000 + lo;
   }
 
   /** An int64 that must be a safe integer (JavaScript numbers are exact up to 2^53). */
-  async int64(what: string): Promise<number> {
+  int64(what: string): number | Promise<number> {
     const at = this.position;
-    const i = await this.bytes(8, what);
-    const v = this.window.readBigInt64BE(i);
-    const n = Number(v);
-    if (!Number.isSafeInteger(n)) {
-      throw this.corrupt(at, `${what} ${v} is not a safe integer (|v| must be < 2^53)`);
-    }
-    return n;
+    return this.take(8, what, (i) => this.safeInt64(i, at, what));
   }
 
   /** An int64's 8 bytes as 16 lowercase hex digits (ids: any bit pattern is valid). */
-  async int64Bits(what: string): Promise<string> {
-    const i = await this.bytes(8, what);
-    return this.window.toString('hex', i, i + 8);
+  int64Bits(what: string): string | Promise<string> {
+    return this.take(8, what, (i) => this.window.toString('hex', i, i + 8));
   }
 
   /** An int64 that must be a safe integer and not negative (an offset, a size). */
-  async nonNegativeInt64(what: string): Promise<number> {
+  nonNegativeInt64(what: string): number | Promise<number> {
     const at = this.position;
-    const v = await this.int64(what);
-    if (v < 0) throw this.corrupt(at, `negative ${what} ${v}`);
-    return v;
+    return this.take(8, what, (i) => {
+      const v = this.safeInt64(i, at, what);
+      if (v < 0) throw this.corrupt(at, `negative ${what} ${v}`);
+      return v;
+    });
   }
 
   /** An int64 read only for its bounds (its value is not used, any value is valid). */
@@ -195,12 +222,19 @@ export class MetadataInput {
    * supplementary characters as two 3-byte surrogates). Malformed bytes are corrupt, as
    * `UTFDataFormatException` is in Java.
    */
-  async utf(what: string): Promise<string> {
-    const length = await this.uint16(`${what} length`);
+  utf(what: string): string | Promise<string> {
+    const length = this.uint16(what);
+    return typeof length === 'number'
+      ? this.utfBody(length, what)
+      : length.then((n) => this.utfBody(n, what));
+  }
+
+  private utfBody(length: number, what: string): string | Promise<string> {
     const at = this.position;
-    const i = await this.bytes(length, what);
-    return decodeModifiedUtf8(this.window, i, length, (k, reason) =>
-      this.corrupt(at + k, `${what}: ${reason}`),
+    return this.take(length, what, (i) =>
+      decodeModifiedUtf8(this.window, i, length, (k, reason) =>
+        this.corrupt(at + k, `${what}: ${reason}`),
+      ),
     );
   }
 }

@@ -188,7 +188,7 @@ async function skipMasterState(input: MetadataInput): Promise<void> {
   if (length <= 0) throw input.corrupt(lengthAt, `zero or negative master state length ${length}`);
   input.require(length, 'master state');
   const end = input.position + length;
-  const inner = async <T>(read: () => Promise<T>): Promise<T> => {
+  const inner = async <T>(read: () => T | Promise<T>): Promise<T> => {
     const before = input.position;
     const v = await read();
     if (input.position > end) {
