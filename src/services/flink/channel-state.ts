@@ -132,6 +132,11 @@ export async function readDelegateEntries(
     }
     // What each handle may still hold: its declared state size, lengths included.
     const left = handles.map((h) => h.handle.stateSize);
+    // A stream that is (almost) all selected entries is read ahead in whole chunks, like an
+    // SPWC file; a shared one (other subtasks' entries in between) one selected entry at a
+    // time, so its foreign bytes are not read.
+    const declared = left.reduce((a, b) => a + b, 0);
+    const dense = declared >= 0.9 * (length - CHANNEL_STATE_INT_BYTES);
     let entries = 0;
     let payloadBytes = 0;
     for (let k = 0; k < planned.length; k++) {
@@ -140,14 +145,11 @@ export async function readDelegateEntries(
       const { handle, subtask } = handles[item]!;
       const at = start + offset;
       const next = k + 1 < planned.length ? start + planned[k + 1]!.offset : streamEnd;
-      const readEnd = Math.min(
-        next === at ? streamEnd : next,
-        at + Math.max(left[item]!, 4),
-        streamEnd,
-      );
-      const entryLength = (
-        await window.view(at, CHANNEL_STATE_INT_BYTES, Math.max(readEnd, at + 4))
-      ).readInt32BE(0);
+      const readEnd = dense
+        ? streamEnd
+        : Math.min(next === at ? streamEnd : next, at + Math.max(left[item]!, 4), streamEnd);
+      const head = window.view(at, CHANNEL_STATE_INT_BYTES, Math.max(readEnd, at + 4));
+      const entryLength = (head instanceof Buffer ? head : await head).readInt32BE(0);
       if (entryLength < 0) throw corrupt(at, `negative entry length ${entryLength}`);
       const end = at + CHANNEL_STATE_INT_BYTES + entryLength;
       if (end > streamEnd) {
@@ -177,7 +179,8 @@ export async function readDelegateEntries(
       let pos = at + CHANNEL_STATE_INT_BYTES;
       while (pos < end) {
         throwIfAborted();
-        const chunk = await window.available(pos, end);
+        const got = window.available(pos, end, dense ? streamEnd : end);
+        const chunk = got instanceof Buffer ? got : await got;
         pos += chunk.length;
         payloadBytes += chunk.length;
         const written = visitor.onPayload(chunk, crc32(chunk));
@@ -216,15 +219,24 @@ class ReadWindow {
   }
 
   /** `n` bytes at `pos` (n ≤ capacity), reading up to `limit` if they are not here yet. */
-  async view(pos: number, n: number, limit: number): Promise<Buffer> {
-    if (pos < this.at || pos + n > this.at + this.fill) await this.load(pos, n, limit);
-    return this.buf.subarray(pos - this.at, pos - this.at + n);
+  view(pos: number, n: number, limit: number): Buffer | Promise<Buffer> {
+    // Synchronous when the bytes are here: no promise per entry (most entries, read ahead).
+    if (pos >= this.at && pos + n <= this.at + this.fill) return this.slice(pos, pos + n);
+    return this.load(pos, n, limit).then(() => this.slice(pos, pos + n));
   }
 
-  /** The bytes at `pos` that are here, up to `end`; loads from `pos` if none are. */
-  async available(pos: number, end: number): Promise<Buffer> {
-    if (pos < this.at || pos >= this.at + this.fill) await this.load(pos, 1, end);
-    return this.buf.subarray(pos - this.at, Math.min(end, this.at + this.fill) - this.at);
+  private slice(from: number, to: number): Buffer {
+    return this.buf.subarray(from - this.at, to - this.at);
+  }
+
+  /** The bytes at `pos` that are here, up to `end`; loads from `pos` (up to `limit`) if none are. */
+  available(pos: number, end: number, limit: number): Buffer | Promise<Buffer> {
+    if (pos >= this.at && pos < this.at + this.fill) return this.upTo(pos, end);
+    return this.load(pos, 1, limit).then(() => this.upTo(pos, end));
+  }
+
+  private upTo(pos: number, end: number): Buffer {
+    return this.slice(pos, Math.min(end, this.at + this.fill));
   }
 
   private async load(pos: number, need: number, limit: number): Promise<void> {
