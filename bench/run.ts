@@ -9,6 +9,7 @@
  * - cancelCleanupP99Ms: cancel → task dir gone, p99 over random cancel moments
  * - peakRssMiBAt2GiB: peak RSS of a child process recovering a 2 GiB checkpoint
  * - filteringVsSpilling: fetch stage spilling without filtering ÷ with the filtering handler
+ * - flinkVsSpwc: fetch stage reading an SPWC file ÷ reading a Flink checkpoint of the same bytes
  *
  * Each ratio is the median of `runs` runs whose two sides alternate in order (A B, B A, …), so
  * neither side always gets the warmer cache or the quieter disk, and each is measured twice:
@@ -33,6 +34,7 @@ import { measureRatios, type RatioFigures } from './ratios.ts';
 import { rawCopy, rawRead } from './raw-io.ts';
 import { measureRemote, type RemoteFigures } from './remote.ts';
 import { measureFiltering, type FilteringFigures } from './rescale.ts';
+import { measureFlinkVsSpwc, type FlinkFigures } from './flink.ts';
 import { measurePeakRss, type RssFigures } from './rss.ts';
 import { fullRecover, plainRecover, timeDrain, timeFetch } from './stages.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
@@ -120,6 +122,8 @@ export interface BenchResult {
   startupVsNode: Spread;
   /** Fetch spilling verbatim ÷ fetch through the filtering handler, same v2 bytes (rescale). */
   filteringVsSpilling: Spread;
+  /** Fetch of an SPWC file ÷ fetch of a Flink checkpoint holding the same bytes. */
+  flinkVsSpwc: Spread;
 }
 
 /** Everything behind the figures, for the human report. */
@@ -133,6 +137,8 @@ export interface BenchDetails {
   e2e: EndToEndFigures;
   startup: StartupFigures;
   filtering: FilteringFigures;
+  /** Reading a Flink checkpoint vs the same bytes as SPWC (bench/flink.ts). */
+  flink: FlinkFigures;
   /** s3:// read vs a plain ranged GET through the same local S3 server (bench/remote.ts). */
   remote: RemoteFigures;
   growth?: GrowthFigures;
@@ -156,6 +162,7 @@ export const TARGETS: Record<keyof BenchResult, Goal> = {
   e2eRecoverVsDd: { op: '≤', value: 1.3 },
   startupVsNode: { op: '≤', value: 2 },
   filteringVsSpilling: { op: '≥', value: 0.7 },
+  flinkVsSpwc: { op: '≥', value: 0.8 },
 };
 
 /** Free bytes the run needs at its peak on the temp dir. */
@@ -331,6 +338,14 @@ export async function runBench(
       seed: options.seed,
       signal,
     });
+    progress(0.475, 'a Flink checkpoint vs the same bytes as SPWC');
+    const flink = await measureFlinkVsSpwc({
+      dir,
+      mb: options.mb / 4,
+      runs: options.runs,
+      seed: options.seed,
+      signal,
+    });
     progress(0.48, 'reading it from a local S3 server');
     const remote = await measureRemote({ checkpoint: made.path, dir, runs: options.runs, signal });
     checkAbort();
@@ -389,6 +404,7 @@ export async function runBench(
       e2eRecoverVsDd: r3(e2e.ratio),
       startupVsNode: r3(startup.timeRatio),
       filteringVsSpilling: filtering.ratio,
+      flinkVsSpwc: flink.ratio,
     };
     progress(1, 'done');
     const { signal: _s, progress: _p, ...shownOptions } = options;
@@ -409,6 +425,7 @@ export async function runBench(
         e2e,
         startup,
         filtering,
+        flink,
         remote,
         ...(growth !== undefined ? { growth } : {}),
         durationMs: Math.round(performance.now() - started),

@@ -124,6 +124,7 @@ export {
   RemoteError,
   RemoteUnsupportedError,
   RemoteTimeoutError,
+  UnknownOperatorError,
   suppressedOf,
 } from './services/errors.ts';
 export type {
@@ -132,5 +133,23 @@ export type {
   RetryPolicy,
   S3Options,
 } from './services/checkpoint/remote-options.ts';
+export {
+  listFlinkCheckpoint,
+  type FlinkCheckpointListing,
+  type FlinkOperatorListing,
+  type FlinkSubtaskListing,
+} from './services/flink/list.ts';
 export { redactLocation } from './services/checkpoint/redact.ts';
+export {
+  readCheckpointEntries,
+  detectCheckpointFormat,
+  FLINK_METADATA_MAGIC,
+  type CheckpointFormat,
+  type EntriesSummary,
+  type EntryVisitor,
+  type ReadEntriesOptions,
+} from './services/checkpoint/entries.ts';
+export type { FlinkKey, FlinkSelection } from './services/flink/entry-source.ts';
+export type { FlinkPathOptions, FlinkRelocation } from './services/flink/paths.ts';
+export { keyHash } from './services/flink/stream-element.ts';
 export { VERSION } from './version.ts';

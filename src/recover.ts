@@ -95,6 +95,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     limits: rescaleLimits(options.limits ?? {}, options.rescale),
     rescale: options.rescale,
     remote: options.remote,
+    flink: options.flink,
     abandonAfterMs: options.abandonAfterMs,
     channels,
     progress,

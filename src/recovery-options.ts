@@ -7,6 +7,7 @@
 import { checkRescaleOption } from './services/rescale/rescale-options.ts';
 import { SEGMENT_HEADER_BYTES } from './services/spill/segment-format.ts';
 import { describeValue as describe, invalidOption as invalid } from './services/option-error.ts';
+import { checkFlinkKey } from './services/flink/stream-element.ts';
 
 function optional(o: Record<string, unknown>, name: string, type: string, expected: string): void {
   const v = o[name];
@@ -68,6 +69,7 @@ export function validateRecoverOptions(options: unknown): void {
     if (!Number.isFinite(v) || v < 0) throw invalid(name, 'a number of milliseconds ≥ 0', v, true);
   }
   if (o.rescale !== undefined) checkRescaleOption(o.rescale);
+  if (o.flink !== undefined) validateFlink(o.flink, o.rescale !== undefined);
   if (o.remote !== undefined) validateRemote(o.remote);
   const limits = o.limits;
   if (limits !== undefined) {
@@ -115,5 +117,59 @@ function validateRemote(remote: unknown): void {
       endpoint,
       typeof endpoint === 'string',
     );
+  }
+}
+
+/** `options.flink`: operator, subtask, side, path rules, key. */
+function validateFlink(flink: unknown, rescaling: boolean): void {
+  if (flink === null || typeof flink !== 'object') throw invalid('flink', 'an object', flink);
+  const f = flink as Record<string, unknown>;
+  const known = ['operator', 'subtask', 'outputState', 'key', 'allowPaths', 'relocate'];
+  for (const name of Object.keys(f)) {
+    if (!known.includes(name))
+      throw invalid(`flink.${name}`, `one of ${known.join(', ')}`, name, true);
+  }
+  if (typeof f.operator !== 'string' || f.operator === '') {
+    throw invalid('flink.operator', 'an operator id, uid or name (a non-empty string)', f.operator);
+  }
+  if (typeof f.subtask !== 'number') throw invalid('flink.subtask', 'an integer ≥ 0', f.subtask);
+  if (!Number.isSafeInteger(f.subtask) || f.subtask < 0) {
+    throw invalid('flink.subtask', 'an integer ≥ 0', f.subtask, true);
+  }
+  optional(f, 'outputState', 'boolean', 'a boolean');
+  if (f.outputState === true && rescaling) {
+    throw invalid(
+      'flink.outputState',
+      'false when rescaling (only input channels are rescaled)',
+      true,
+      true,
+    );
+  }
+  try {
+    checkFlinkKey(f.key);
+  } catch (e) {
+    throw invalid('flink.key', "'long', 'int' or { bytes: K }", f.key, true);
+  }
+  if (f.allowPaths !== undefined) {
+    if (
+      !Array.isArray(f.allowPaths) ||
+      f.allowPaths.some((p) => typeof p !== 'string' || p === '')
+    ) {
+      throw invalid('flink.allowPaths', 'an array of directory paths', f.allowPaths);
+    }
+  }
+  if (f.relocate !== undefined) {
+    const ok =
+      Array.isArray(f.relocate) &&
+      f.relocate.every(
+        (r: unknown) =>
+          r !== null &&
+          typeof r === 'object' &&
+          typeof (r as { from?: unknown }).from === 'string' &&
+          typeof (r as { to?: unknown }).to === 'string' &&
+          (r as { from: string }).from !== '' &&
+          (r as { to: string }).to !== '',
+      );
+    if (!ok) throw invalid('flink.relocate', 'an array of { from, to } path prefixes', f.relocate);
   }
 }

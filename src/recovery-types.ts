@@ -14,6 +14,7 @@ import type { SpillLimits } from './services/spill/limits.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
 import type { RecordReport } from './services/rescale/filtering-spill.ts';
 import type { RemoteOptions } from './services/checkpoint/remote-options.ts';
+import type { FlinkSelection } from './services/flink/entry-source.ts';
 
 /**
  * Options of {@link recoverChannelState}.
@@ -77,6 +78,14 @@ export interface RecoverOptions {
    * `[int32 length][bytes]` records per (old subtask, gate, channel).
    */
   rescale?: RescaleOption | undefined;
+  /**
+   * `checkpoint` is a real Flink checkpoint (a directory holding `_metadata`, or the
+   * `_metadata`): which operator (id, uid or name) and subtask to recover, input channels or
+   * (`outputState`) result subpartitions, where its files may be (`allowPaths`, `relocate`)
+   * and, with `rescale`, how records are keyed (`key`). With `rescale`, every old subtask's
+   * input channels are read and `rescale.maxParallelism` defaults to the operator's.
+   */
+  flink?: FlinkSelection | undefined;
 }
 
 /**

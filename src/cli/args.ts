@@ -10,10 +10,13 @@ export class UsageError extends SpillwayError {
   override readonly code = 'ERR_SPILLWAY_USAGE';
 }
 
-export type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+export type OptionSpec = Record<
+  string,
+  { type: 'string' | 'boolean'; short?: string; multiple?: boolean }
+>;
 
 export interface Parsed {
-  values: Record<string, string | boolean | undefined>;
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
 }
 

@@ -21,6 +21,7 @@ side in one run, as ratios (each the median of N alternating runs, with min and 
   e2eRecoverVsDd      spillway recover of 1 GiB / 32 channels ÷ dd bs=1M of the same I/O
   startupVsNode       spillway --help ÷ node -e '' (wall time)
   filteringVsSpilling fetch spilling verbatim ÷ fetch through the rescaling filter (same v2 bytes)
+  flinkVsSpwc         fetch of an SPWC file ÷ fetch of a Flink checkpoint holding the same bytes
 Besides, in the details: an s3:// read from a local S3 server ÷ a plain ranged GET of the same
 object through the same server.
 
@@ -163,6 +164,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
             'rescale 0/2 fetch',
             `${fmt(d.filtering.filtering, ' MiB/s')} vs ${fmt(d.filtering.spilling, ' MiB/s')} unfiltered; ` +
               `${d.filtering.kept} of ${d.filtering.records} records kept`,
+          ],
+          [
+            'Flink vs SPWC fetch',
+            `${fmt(d.flink.flinkMiBs, ' MiB/s')} vs ${fmt(d.flink.spwcMiBs, ' MiB/s')} (${d.flink.entries} entries)`,
           ],
           [
             's3:// vs ranged GET',

@@ -8,6 +8,7 @@ import {
   RemoteNotFoundError,
   RemoteUnsupportedError,
   SpillRootError,
+  UnknownOperatorError,
   suppressedOf,
 } from '../services/errors.ts';
 import { UsageError } from './args.ts';
@@ -23,7 +24,8 @@ function isBadInput(error: unknown): boolean {
     error instanceof OutputDirError ||
     error instanceof OutputExistsError ||
     error instanceof RemoteNotFoundError ||
-    error instanceof RemoteUnsupportedError
+    error instanceof RemoteUnsupportedError ||
+    error instanceof UnknownOperatorError
   ) {
     return true;
   }

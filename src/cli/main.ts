@@ -20,6 +20,7 @@ const commands: Record<string, () => Promise<Command>> = {
   recover: () => import('./recover.ts'),
   sweep: () => import('./sweep.ts'),
   bench: () => import('./bench.ts'),
+  flink: () => import('./flink.ts'),
 };
 
 export const usage = `usage: spillway [COMMAND] [OPTIONS]
@@ -35,6 +36,7 @@ commands:
   soak        the demo pool, seeded, checking for leaks of files, heap and fds
   inspect     serve the live inspector page
   bench       measure spill, drain, orchestration and cleanup against raw I/O
+  flink       list a Flink checkpoint's operators and channel state: spillway flink ls CHECKPOINT
 
 'spillway COMMAND --help' shows a command's options; 'spillway --version' the version.
 

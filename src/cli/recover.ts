@@ -1,4 +1,7 @@
-/** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]` */
+/**
+ * `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]`,
+ * and for a Flink checkpoint `--operator OP --subtask N [--output-state] [--key …] [--allow-path DIR]… [--relocate FROM=TO]…`.
+ */
 import { recoverChannelState } from '../recover.ts';
 import { channelKey } from '../services/channel.ts';
 import { checkCheckpointSource } from '../services/checkpoint/source.ts';
@@ -14,10 +17,15 @@ import { reportError } from './errors.ts';
 import { progressText } from './progress-text.ts';
 import type { RecoveryProgress } from '../services/progress.ts';
 import { recordRows, rescaleFromArgs, rescaleOptionSpec, rescaleUsage } from './rescale-arg.ts';
+import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
+import { planFlinkRead } from '../services/flink/entry-source.ts';
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
                         [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--s3-endpoint URL]
                         [--json]
+       spillway recover FLINK-CHECKPOINT --operator OP --subtask N --out DIR [--output-state]
+                        [--rescale I/P[/M] --key long|int|bytes:K] [--allow-path DIR]...
+                        [--relocate FROM=TO]... [other options as above]
 
 Recovers the channel state in CHECKPOINT (SPWC: a path, an http(s):// URL, a presigned URL,
 or s3://bucket/key) through fetch → gap → drain and writes
@@ -30,7 +38,7 @@ link found in DIR is ever written through.
 
   --overwrite    replace channel files DIR already holds (by rename: a link there is replaced,
                  never followed); without it such a DIR is refused
-${rescaleUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style); credentials come from the
+${rescaleUsage}${flinkUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style); credentials come from the
                  standard AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, roles)
   --json         one JSON object on stdout
 
@@ -58,6 +66,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       's3-endpoint': { type: 'string' },
       json: { type: 'boolean' },
       ...rescaleOptionSpec,
+      ...flinkOptionSpec,
     },
     1,
   );
@@ -70,54 +79,96 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const outDir = stringOption(values, 'out');
   if (outDir === undefined) throw new UsageError('missing --out DIR');
   const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
-  const rescale = rescaleFromArgs(values);
+  const flink = flinkFromArgs(values);
+  const rescale = rescaleFromArgs(values, flink !== undefined);
 
   const remote = remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint'));
   const shown = redactLocation(checkpoint);
-  // Bad input is refused before anything is created (exit 2).
-  await checkCheckpointSource(checkpoint, remote);
+  // Bad input is refused before anything is created (exit 2). A Flink checkpoint: its
+  // operator, subtask and every file its handles name are checked here too.
+  if (flink === undefined) {
+    await checkCheckpointSource(checkpoint, remote).catch(async (error: unknown) => {
+      throw await flinkHint(checkpoint, error, remote);
+    });
+  } else {
+    await planFlinkRead(checkpoint, flink, {
+      remote,
+      allSubtasks: rescale !== undefined,
+    }).catch((error: unknown) => {
+      throw error instanceof RangeError ? new UsageError(error.message) : error;
+    });
+  }
   const out = await OutputDir.open(outDir, {
     overwrite: values.overwrite === true,
     log: (line) => void (process.env.SPILLWAY_DEBUG ? io.err.write(`${line}\n`) : undefined),
   });
   const sink = new ChannelFileSink(out.stagingDir);
+  // A Flink recovery's output side: its own sink (files named by partition and subpartition)
+  // in the same staging dir, recovered after the input side through the same lifecycle.
+  const outputSink =
+    flink?.outputState === true
+      ? new ChannelFileSink(
+          out.stagingDir,
+          {},
+          (info) => `partition-${info.gate}-subpartition-${info.channel}`,
+        )
+      : undefined;
   const signals = trapSignals((line) => io.err.write(line));
   const progress = new ProgressLine(io);
-  const recovery = recoverChannelState({
-    checkpoint,
-    spillRoot: stringOption(values, 'spill-root'),
-    channels: (info) => sink.consumer(info),
-    signal: signals.signal,
-    limits: { maxSpillFileBytes },
-    ...(progress.enabled
-      ? {
-          onProgress: (p: RecoveryProgress) => {
-            const { fraction, text } = progressText(p);
-            progress.update(fraction, text, true);
-          },
-          progressIntervalMs: 200,
-        }
-      : {}),
-    ...(rescale !== undefined ? { rescale } : {}),
-    remote,
-  });
+  const start = (target: ChannelFileSink, outputState: boolean) =>
+    recoverChannelState({
+      checkpoint,
+      spillRoot: stringOption(values, 'spill-root'),
+      channels: (info) => target.consumer(info),
+      signal: signals.signal,
+      limits: { maxSpillFileBytes },
+      ...(progress.enabled
+        ? {
+            onProgress: (p: RecoveryProgress) => {
+              const { fraction, text } = progressText(p);
+              progress.update(fraction, text, true);
+            },
+            progressIntervalMs: 200,
+          }
+        : {}),
+      ...(rescale !== undefined ? { rescale } : {}),
+      ...(flink !== undefined ? { flink: { ...flink, outputState } } : {}),
+      remote,
+    });
+  let recovery = start(sink, false);
   try {
     let report;
     try {
       report = await recovery.done;
       await sink.finish();
+      if (outputSink !== undefined) {
+        recovery = start(outputSink, true);
+        const outputReport = await recovery.done;
+        await outputSink.finish();
+        report = sumReports(report, outputReport);
+      }
       // Published even if a signal arrives now: the recovery is complete, and moving its
       // files into place is the quickest way to leave DIR in a state the user can use.
-      await out.publish(sink.channels);
+      await out.publish([
+        ...sink.channels,
+        ...(outputSink?.channels ?? []).map(
+          (c) => `partition-${c.gate}-subpartition-${c.channel}.bin`,
+        ),
+      ]);
     } catch (error) {
       await sink.discard().catch((e) => addSuppressed(error as Error, e));
+      await outputSink?.discard().catch((e) => addSuppressed(error as Error, e));
       await out.discard().catch((e) => addSuppressed(error as Error, e));
-      throw error;
+      throw flink === undefined ? await flinkHint(checkpoint, error, remote) : error;
     }
     progress.done();
-    const replaced = out.existing.filter((name) =>
-      sink.channels.some((c) => name === `${channelKey(c)}.bin`),
-    );
+    const published = new Set([
+      ...sink.channels.map((c) => `${channelKey(c)}.bin`),
+      ...(outputSink?.channels ?? []).map(
+        (c) => `partition-${c.gate}-subpartition-${c.channel}.bin`,
+      ),
+    ]);
+    const replaced = out.existing.filter((name) => published.has(name));
     const stale = out.existing.filter((name) => !replaced.includes(name));
     const result = {
       checkpoint: shown,
@@ -171,4 +222,26 @@ export async function run(argv: string[], io: Io): Promise<number> {
   } finally {
     signals.dispose();
   }
+}
+
+/** The input side's report with the output side's counts added (`--output-state`). */
+function sumReports<
+  R extends {
+    channels: number;
+    bytesDelivered: number;
+    spillFiles: number;
+    spilledBytes: number;
+    entries: number;
+    durationMs: number;
+  },
+>(a: R, b: R): R {
+  return {
+    ...a,
+    channels: a.channels + b.channels,
+    bytesDelivered: a.bytesDelivered + b.bytesDelivered,
+    spillFiles: a.spillFiles + b.spillFiles,
+    spilledBytes: a.spilledBytes + b.spilledBytes,
+    entries: a.entries + b.entries,
+    durationMs: a.durationMs + b.durationMs,
+  };
 }

@@ -27,7 +27,10 @@ export const rescaleUsage = `  --rescale I/P[/M]  restore as new subtask I of pa
  * rescaleFromArgs({ rescale: '1/4/128' }); // { subtask: 1, parallelism: 4, maxParallelism: 128, … }
  * ```
  */
-export function rescaleFromArgs(values: Parsed['values']): RescaleTarget | undefined {
+export function rescaleFromArgs(
+  values: Parsed['values'],
+  flink = false,
+): RescaleTarget | undefined {
   const raw = stringOption(values, 'rescale');
   if (raw === undefined) {
     if (values['key-bytes'] !== undefined) throw new UsageError('--key-bytes needs --rescale');
@@ -35,6 +38,23 @@ export function rescaleFromArgs(values: Parsed['values']): RescaleTarget | undef
   }
   const m = /^(\d+)\/(\d+)(?:\/(\d+))?$/.exec(raw);
   if (m === null) throw new UsageError(`--rescale must be I/P or I/P/M, got '${raw}'`);
+  if (flink) {
+    // A Flink operator's max parallelism comes from its metadata unless M is given.
+    if (values['key-bytes'] !== undefined) {
+      throw new UsageError(
+        '--key-bytes is for SPWC checkpoints; a Flink record is keyed with --key',
+      );
+    }
+    const [subtask, parallelism] = [Number(m[1]), Number(m[2])];
+    if (parallelism < 1 || parallelism > 32768 || subtask >= parallelism) {
+      throw new UsageError(`--rescale ${raw}: need 0 ≤ I < P ≤ 32768`);
+    }
+    return {
+      subtask,
+      parallelism,
+      ...(m[3] !== undefined ? { maxParallelism: Number(m[3]) } : {}),
+    };
+  }
   const keyBytes = intOption(values, 'key-bytes', 8, { max: 65536 });
   try {
     return resolveRescaleTarget({

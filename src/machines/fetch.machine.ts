@@ -47,6 +47,7 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
           taskDir,
           limits: services.limits,
           rescale: services.rescale,
+          flink: services.flink,
           progress: services.progress,
           remote: {
             ...services.remote,

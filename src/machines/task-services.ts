@@ -12,6 +12,7 @@ import type { SpillLimits } from '../services/spill/limits.ts';
 import type { RemoteOptions } from '../services/checkpoint/remote-options.ts';
 import type { ProgressCounters } from '../services/progress.ts';
 import type { RescaleOption } from '../services/rescale/rescale-options.ts';
+import type { FlinkSelection } from '../services/flink/entry-source.ts';
 
 import type { StageName } from '../services/stage.ts';
 
@@ -40,6 +41,8 @@ export interface TaskServices {
   readonly rescale?: RescaleOption | undefined;
   /** Remote checkpoints: S3 endpoint, retry policy (undefined for defaults). */
   readonly remote?: RemoteOptions | undefined;
+  /** A Flink checkpoint: the operator, subtask and side the fetch stage reads. */
+  readonly flink?: FlinkSelection | undefined;
   /** The counters the stages bump (progress reporting). */
   readonly progress: ProgressCounters;
   /** How long an ending waits for a consumer that has not returned (G11). */

@@ -49,7 +49,8 @@ export type SpillwayErrorCode =
   | 'ERR_SPILLWAY_REMOTE_ACCESS'
   | 'ERR_SPILLWAY_REMOTE'
   | 'ERR_SPILLWAY_REMOTE_UNSUPPORTED'
-  | 'ERR_SPILLWAY_REMOTE_TIMEOUT';
+  | 'ERR_SPILLWAY_REMOTE_TIMEOUT'
+  | 'ERR_SPILLWAY_UNKNOWN_OPERATOR';
 
 /**
  * Base class: every Spillway error has a stable `code` and can carry the errors that came
@@ -95,6 +96,33 @@ export class CorruptCheckpointError extends SpillwayError {
     readonly reason: string,
   ) {
     super(`${file}: corrupt checkpoint at byte ${offset}: ${reason}`);
+  }
+}
+
+/**
+ * A Flink operator named by id, uid or name that the checkpoint does not hold, or that more
+ * than one of its operators match. Bad input (exit 2); `candidates` lists what the checkpoint
+ * does hold (or, when ambiguous, the operators that matched), as `id (name, uid)` strings.
+ *
+ * @example
+ * ```ts
+ * const error = new UnknownOperatorError('chk-3/_metadata', 'sink', 'unknown', ['6cdc… (map)']);
+ * error.message; // "chk-3/_metadata: unknown operator 'sink'; operators: 6cdc… (map)"
+ * ```
+ */
+export class UnknownOperatorError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_UNKNOWN_OPERATOR';
+
+  constructor(
+    readonly file: string,
+    readonly operator: string,
+    readonly kind: 'unknown' | 'ambiguous' = 'unknown',
+    readonly candidates: readonly string[] = [],
+  ) {
+    super(
+      `${file}: ${kind} operator '${operator}'; ` +
+        `${kind === 'unknown' ? 'operators' : 'matches'}: ${candidates.join(', ') || 'none'}`,
+    );
   }
 }
 

@@ -232,6 +232,12 @@ export const fsSeam = {
     return fsp.lstat(path);
   },
 
+  /** Where `path` really leads (every symlink resolved); gated as an `lstat`, what it does. */
+  async realpath(path: string): Promise<string> {
+    await gate('lstat', path);
+    return fsp.realpath(path);
+  },
+
   async readdir(path: string): Promise<string[]> {
     await gate('readdir', path);
     return fsp.readdir(path);

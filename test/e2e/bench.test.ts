@@ -27,6 +27,7 @@ const FIGURES = [
   'e2eRecoverVsDd',
   'startupVsNode',
   'filteringVsSpilling',
+  'flinkVsSpwc',
 ];
 const RATIOS = [
   'spillVsRawWrite',
@@ -35,6 +36,7 @@ const RATIOS = [
   'e2eRecoverVsDd',
   'startupVsNode',
   'filteringVsSpilling',
+  'flinkVsSpwc',
 ];
 /** Null only where no tmpfs could be mounted (not root). */
 const TMPFS_RATIOS = ['spillVsRawWriteTmpfs', 'drainVsRawReadTmpfs', 'recoverVsPlainTmpfs'];

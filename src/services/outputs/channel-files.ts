@@ -86,9 +86,14 @@ export class ChannelFileSink {
   private failure: Error | undefined;
   private closed = false;
 
+  /**
+   * @param fileName a channel's file name without `.bin`; default `gate-<g>-channel-<c>`
+   *   (a Flink recovery's output side names `partition-<p>-subpartition-<s>`).
+   */
   constructor(
     readonly dir: string,
     limits: ChannelFileLimits = {},
+    private readonly fileName: (info: ChannelInfo) => string = channelKey,
   ) {
     this.maxStagedBytes = limits.maxStagedBytes ?? 16 * 1024 * 1024;
     this.chunkBytes = limits.chunkBytes ?? 256 * 1024;
@@ -225,7 +230,7 @@ export class ChannelFileSink {
     finish: boolean,
   ): Promise<void> {
     if (this.failure !== undefined) return;
-    const path = join(this.dir, `${channelKey(info)}.bin`);
+    const path = join(this.dir, `${this.fileName(info)}.bin`);
     if (chunks.length > 0 || !this.created.has(id)) {
       const fd = await this.fdOf(id, path);
       if (chunks.length > 0) await fsSeam.writeFd(fd, path, chunks);

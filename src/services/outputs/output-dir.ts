@@ -22,7 +22,7 @@ import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 /** `.spillway-staging-<bootId8>-<pid>-<startTicks>-<rand8>`: whose staging dir it is. */
 const STAGING_RE = /^\.spillway-staging-([0-9a-z]{1,8})-(\d{1,10})-(\d{1,20})-[0-9a-f]{8}$/;
 /** The channel files a recovery writes: what an existing output looks like. */
-const CHANNEL_FILE_RE = /^gate-\d+-channel-\d+\.bin$/;
+const CHANNEL_FILE_RE = /^(?:gate-\d+-channel-\d+|partition-\d+-subpartition-\d+)\.bin$/;
 /** Renames in flight at once while publishing: several, so the thread pool is never idle. */
 const PUBLISH_IN_FLIGHT = 8;
 const PUBLISHED = 1;
@@ -118,13 +118,15 @@ export class OutputDir {
    * over its name, and a failure midway moves everything back. Either way the dir ends up with
    * all the new files or none of them.
    */
-  async publish(channels: readonly ChannelInfo[]): Promise<void> {
+  async publish(channels: readonly (ChannelInfo | string)[]): Promise<void> {
     this.end();
     // What to take back on a failure, one byte per channel (not a closure per file: there may
     // be hundreds of thousands): bit 1 published, bit 2 an existing entry moved aside.
     const done = new Uint8Array(channels.length);
     const names = (k: number) => {
-      const name = `${channelKey(channels[k]!)}.bin`;
+      // A string is a file name already (a Flink output subpartition's file).
+      const c = channels[k]!;
+      const name = typeof c === 'string' ? c : `${channelKey(c)}.bin`;
       return {
         name,
         staged: join(this.stagingDir, name),

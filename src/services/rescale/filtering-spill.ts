@@ -5,7 +5,7 @@
  * hand-off and ownership are the same objects as without filtering.
  */
 import { CHECKPOINT_VERSION, entryHeaderBytes } from '../checkpoint/format.ts';
-import type { CheckpointVisitor } from '../checkpoint/reader.ts';
+import type { EntryVisitor } from '../checkpoint/entries.ts';
 import type { ChannelInfo } from '../channel.ts';
 import type { SpillWriter } from '../spill/spill-writer.ts';
 import { SEGMENT_HEADER_BYTES } from '../spill/segment-format.ts';
@@ -63,16 +63,22 @@ export class FilteringSpill {
 
   constructor(
     private readonly writer: SurvivorSink,
-    private readonly rules: RecordRules,
+    private rules: RecordRules,
   ) {}
 
   /**
    * The reader visitor. `onChunk` is called with every payload chunk before it is parsed
    * (progress counters).
    */
-  visitor(onChunk?: (chunk: Buffer) => void): CheckpointVisitor {
+  visitor(onChunk?: (chunk: Buffer) => void): EntryVisitor {
     return {
       onVersion: (version) => void (this.headerBytes = entryHeaderBytes(version)),
+      // A Flink source reads several files, each entry led by a 4-byte length: the records of
+      // the parsers made from here on are reported in that file.
+      onFile: (file, headerBytes) => {
+        this.headerBytes = headerBytes;
+        this.rules = { ...this.rules, file };
+      },
       onEntry: (gate, channel, length, offset, subtask) => {
         // Every (gate, channel) the checkpoint names is recovered, even if nothing survives.
         this.target = { gate, channel };
@@ -139,8 +145,17 @@ export class FilteringSpill {
   /**
    * The whole checkpoint was read: throws a `CorruptCheckpointError` for a virtual channel that
    * ended inside a record, at that record's start (the earliest such record, if several).
+   *
+   * `dropPartialTails`: a Flink input channel's state may end inside a record whose rest is in
+   * the upstream subtask's output state (unaligned checkpoints split records there; Flink's
+   * recovery completes them from the network). Such a tail is not corrupt: it is dropped, as
+   * Flink's own filtering of that state alone would leave it (never delivered, never kept).
    */
-  finish(): void {
+  finish(dropPartialTails = false): void {
+    if (dropPartialTails) {
+      this.parsers.clear();
+      return;
+    }
     let first: RecordParser | undefined;
     for (const parser of this.parsers.values()) {
       if (!parser.hasPartialData) continue;

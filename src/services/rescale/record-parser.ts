@@ -36,6 +36,13 @@ export interface RecordRules {
   readonly keep?: (record: Buffer, from: VirtualChannel) => boolean;
 }
 
+/**
+ * Thrown by a `keep` predicate for a record that cannot be what it claims (a Flink stream
+ * element with an unknown tag, a value shorter than its key): the parser turns it into a
+ * `CorruptCheckpointError` at the record's start.
+ */
+export class RecordShapeError extends Error {}
+
 /** What a parser counts (summed over all virtual channels by the filtering handler). */
 export interface RecordCounts {
   read: number;
@@ -119,7 +126,7 @@ export class RecordParser {
           const keep =
             whole !== undefined
               ? whole(hashKeyBytes(KEY_HASH_SEED, chunk, i + 4, i + 4 + this.rules.keyBytes))
-              : this.rules.keep!(chunk.subarray(i + 4, end), this.from);
+              : this.judge(chunk.subarray(i + 4, end), offset + i);
           this.counts.read++;
           if (keep) {
             this.counts.kept++;
@@ -179,6 +186,18 @@ export class RecordParser {
       `virtual channel (subtask ${this.from.subtask}, gate ${this.from.gate}, channel ` +
         `${this.from.channel}) ends inside a record: ${have} present`,
     );
+  }
+
+  /** The custom predicate's verdict; a {@link RecordShapeError} is corrupt input at `at`. */
+  private judge(record: Buffer, at: number): boolean {
+    try {
+      return this.rules.keep!(record, this.from);
+    } catch (error) {
+      if (error instanceof RecordShapeError) {
+        throw new CorruptCheckpointError(this.rules.file, at, error.message);
+      }
+      throw error;
+    }
   }
 
   /** The hot check: in range, or the slow path that says why not. */
@@ -248,7 +267,7 @@ export class RecordParser {
     let keep = this.decision;
     if (keep === undefined) {
       const record = Buffer.concat(pieces.slice(1));
-      keep = this.rules.keep!(record, this.from);
+      keep = this.judge(record, this.recordStart);
     }
     if (keep) {
       this.counts.kept++;

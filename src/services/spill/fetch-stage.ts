@@ -3,7 +3,9 @@
  * code; the fetch machine runs it on the channel-IO executor and turns its callbacks into
  * ownership events.
  */
-import { readCheckpoint } from '../checkpoint/reader.ts';
+import { readCheckpointEntries, type EntryVisitor } from '../checkpoint/entries.ts';
+import type { FlinkSelection } from '../flink/entry-source.ts';
+import { flinkRecordRules } from '../flink/stream-element.ts';
 import { AbortedError, addSuppressed, isAbortConsequence } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
@@ -39,6 +41,8 @@ export interface FetchStageInput {
   rescale?: RescaleOption;
   /** A remote checkpoint's endpoint and retry policy; each retry bumps `progress.retries`. */
   remote?: RemoteOptions | undefined;
+  /** A Flink checkpoint: which operator, subtask and side (the seam picks the Flink source). */
+  flink?: FlinkSelection | undefined;
 }
 
 /** What the fetch stage reports once its state is handed on. */
@@ -97,41 +101,61 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       }
     };
     // Rescaling swaps in the filtering handler over the same writer (Flink's handler factory).
-    const filter =
-      input.rescale === undefined
+    // A Flink source's rules need the operator's max parallelism: made once it is known.
+    const { flink, rescale } = input;
+    let filter =
+      rescale === undefined || flink !== undefined
         ? undefined
-        : new FilteringSpill(writer, recordRules(input.rescale, input.checkpoint));
-    const summary = await readCheckpoint(
-      input.checkpoint,
-      filter?.visitor(onChunk) ?? {
-        onEntry(gate, channel) {
-          current.gate = gate;
-          current.channel = channel;
-          writer.noteChannel(current);
-        },
-        onPayload(chunk, crc) {
-          onChunk(chunk);
-          // The reader's CRC of the chunk becomes the segments' CRCs: one hash pass, not two.
-          return writer.append(current, chunk, crc);
+        : new FilteringSpill(writer, recordRules(rescale, input.checkpoint));
+    let filtering: EntryVisitor | undefined = filter?.visitor(onChunk);
+    const verbatim: EntryVisitor = {
+      onEntry(gate, channel) {
+        current.gate = gate;
+        current.channel = channel;
+        writer.noteChannel(current);
+      },
+      onPayload(chunk, crc) {
+        onChunk(chunk);
+        // The reader's CRC of the chunk becomes the segments' CRCs: one hash pass, not two.
+        return writer.append(current, chunk, crc);
+      },
+    };
+    const visitor: EntryVisitor =
+      flink === undefined || rescale === undefined
+        ? (filtering ?? verbatim)
+        : {
+            onFile: (file, headerBytes) => filtering!.onFile?.(file, headerBytes),
+            onEntry: (...args) => filtering!.onEntry(...args),
+            onPayload: (chunk, crc) => filtering!.onPayload(chunk, crc),
+          };
+    const summary = await readCheckpointEntries(input.checkpoint, visitor, {
+      flink,
+      allSubtasks: flink !== undefined && rescale !== undefined,
+      onFlinkOperator:
+        flink !== undefined && rescale !== undefined
+          ? ({ operator, metadata }) => {
+              filter = new FilteringSpill(
+                writer,
+                flinkRecordRules(rescale, flink.key, operator.maxParallelism, metadata.location),
+              );
+              filtering = filter.visitor(onChunk);
+            }
+          : undefined,
+      readChunkBytes: input.limits?.readChunkBytes,
+      signal,
+      onFailure: report,
+      remote: {
+        ...input.remote,
+        onRetry: (info) => {
+          if (progress !== undefined) progress.retries++;
+          input.remote?.onRetry?.(info);
         },
       },
-      {
-        readChunkBytes: input.limits?.readChunkBytes,
-        signal,
-        onFailure: report,
-        remote: {
-          ...input.remote,
-          onRetry: (info) => {
-            if (progress !== undefined) progress.retries++;
-            input.remote?.onRetry?.(info);
-          },
-        },
-        ...(progress !== undefined
-          ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
-          : {}),
-      },
-    );
-    filter?.finish();
+      ...(progress !== undefined
+        ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
+        : {}),
+    });
+    filter?.finish(flink !== undefined);
     const state = await writer.close();
     if (progress !== undefined) {
       progress.bytesSpilled = writer.spilledBytes;

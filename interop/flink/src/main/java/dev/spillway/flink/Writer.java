@@ -1,0 +1,211 @@
+package dev.spillway.flink;
+
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
+import org.apache.flink.util.Collector;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * Runs a small MiniCluster job that leaves retained unaligned checkpoints full of in-flight data,
+ * then cancels it and prints the newest retained checkpoint directory ({@code CHECKPOINT <dir>}).
+ *
+ * <p>Shape: two sources (parallelism 2 each) of {@code Tuple2<Long, String>} (key first), each
+ * keyed by the Long and connected into one slow {@code KeyedCoProcessFunction} (parallelism 3,
+ * uid "slow-join"), so each of its subtasks has two input gates of two channels. The slow operator
+ * sleeps per record: the exchange backs up and every unaligned checkpoint holds the buffers in
+ * flight, as input-channel state (slow-join) and result-subpartition state (the sources' chains).
+ *
+ * <p>Usage: {@code Writer --out DIR [--threshold BYTES] [--subtasks-per-file N] [--file-merging]
+ * [--checkpoints N] [--keep-all]}. Flink keys are set by name so one source serves 1.20.x and 2.x.
+ */
+public final class Writer {
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> opts = Args.parse(args);
+        Path out = Path.of(Args.required(opts, "out")).toAbsolutePath();
+        int wanted = Integer.parseInt(opts.getOrDefault("checkpoints", "3"));
+        Files.createDirectories(out);
+
+        Map<String, String> conf = new HashMap<>();
+        conf.put("execution.checkpointing.interval", "400 ms");
+        conf.put("execution.checkpointing.unaligned.enabled", "true");
+        conf.put("execution.checkpointing.aligned-checkpoint-timeout", "0 ms");
+        conf.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
+        conf.put("execution.checkpointing.storage", "filesystem");
+        conf.put("execution.checkpointing.dir", out.toUri().toString());
+        conf.put("execution.checkpointing.num-retained", "100");
+        conf.put("execution.checkpointing.data-inline-threshold", opts.getOrDefault("threshold", "0b"));
+        conf.put(
+                "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
+                opts.getOrDefault("subtasks-per-file", "5"));
+        if (opts.containsKey("file-merging")) {
+            conf.put("execution.checkpointing.file-merging.enabled", "true");
+        }
+        // Small network buffers keep a checkpoint's in-flight data at some KB to a few hundred KB.
+        conf.put("taskmanager.memory.segment-size", "4kb");
+        conf.put("taskmanager.network.memory.buffers-per-channel", "2"); // 1.20 only
+        conf.put("taskmanager.network.memory.floating-buffers-per-gate", "2"); // 1.20 only
+        conf.put("taskmanager.network.memory.max-buffers-per-channel", "4"); // 1.20 only
+        conf.put("execution.buffer-timeout.interval", "5 ms");
+        conf.put("rest.bind-port", "0");
+        conf.put("restart-strategy.type", "none");
+
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.createLocalEnvironment(2, Configuration.fromMap(conf));
+
+        DataStream<Tuple2<Long, String>> a =
+                env.fromSequence(0, Long.MAX_VALUE).name("source-a").uid("source-a")
+                        .map(new ToRecord("a")).returns(Types.TUPLE(Types.LONG, Types.STRING))
+                        .name("to-record-a").uid("to-record-a");
+        DataStream<Tuple2<Long, String>> b =
+                env.fromSequence(0, Long.MAX_VALUE).name("source-b").uid("source-b")
+                        .map(new ToRecord("b")).returns(Types.TUPLE(Types.LONG, Types.STRING))
+                        .name("to-record-b").uid("to-record-b");
+        a.keyBy(new FirstField())
+                .connect(b.keyBy(new FirstField()))
+                .process(new SlowJoin())
+                .returns(Types.LONG)
+                .name("slow-join").uid("slow-join").setParallelism(3)
+                .print().name("sink").uid("sink").setParallelism(3);
+
+        long started = System.nanoTime();
+        JobClient client = env.executeAsync("spillway-writer");
+        double submitted = (System.nanoTime() - started) / 1e9;
+        Path chk = waitForCheckpoints(out, wanted, 120_000);
+        client.cancel().get();
+        try {
+            client.getJobExecutionResult().get();
+        } catch (Exception cancelled) {
+            // expected: the job ends cancelled
+        }
+        Path newest = newestCompleted(out);
+        int taken = count(out);
+        if (newest == null) {
+            throw new IllegalStateException("no completed checkpoint under " + out);
+        }
+        if (!opts.containsKey("keep-all")) {
+            // Only the newest checkpoint is kept: its exclusive files are all in its chk-N dir,
+            // so the older chk-N dirs are not needed to read it (a fixture stays small).
+            for (Path p : completed(out)) {
+                if (!p.equals(newest)) deleteTree(p);
+            }
+        }
+        System.out.println("CHECKPOINT " + newest);
+        System.err.printf(
+                "writer: job running after %.1f s, %d checkpoints after %.1f s%n",
+                submitted, taken, (System.nanoTime() - started) / 1e9);
+        System.exit(0);
+    }
+
+    private static void deleteTree(Path p) throws IOException {
+        try (Stream<Path> all = Files.walk(p)) {
+            for (Path q : (Iterable<Path>) all.sorted(java.util.Comparator.reverseOrder())::iterator) {
+                Files.delete(q);
+            }
+        }
+    }
+
+    /** Waits until `wanted` checkpoints have a `_metadata` (completed), returns the newest. */
+    private static Path waitForCheckpoints(Path out, int wanted, long timeoutMs) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (System.currentTimeMillis() < deadline) {
+            if (count(out) >= wanted) {
+                Thread.sleep(200); // let the last _metadata finish being written
+                return newestCompleted(out);
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException("timed out waiting for " + wanted + " checkpoints in " + out);
+    }
+
+    private static int count(Path out) throws IOException {
+        return completed(out).size();
+    }
+
+    static Path newestCompleted(Path out) throws IOException {
+        Path best = null;
+        long bestN = -1;
+        for (Path p : completed(out)) {
+            long n = Long.parseLong(p.getFileName().toString().substring(4));
+            if (n > bestN) {
+                bestN = n;
+                best = p;
+            }
+        }
+        return best;
+    }
+
+    private static List<Path> completed(Path out) throws IOException {
+        List<Path> found = new ArrayList<>();
+        try (Stream<Path> jobs = Files.list(out)) {
+            for (Path job : (Iterable<Path>) jobs::iterator) {
+                File[] chks = job.toFile().listFiles((d, n) -> n.startsWith("chk-"));
+                if (chks == null) continue;
+                for (File c : chks) {
+                    if (new File(c, "_metadata").isFile()) found.add(c.toPath());
+                }
+            }
+        }
+        return found;
+    }
+
+    /** Sequence number to a record whose key (first field) is a Long spread over many key groups. */
+    static final class ToRecord implements MapFunction<Long, Tuple2<Long, String>> {
+        private final String tag;
+
+        ToRecord(String tag) {
+            this.tag = tag;
+        }
+
+        @Override
+        public Tuple2<Long, String> map(Long n) {
+            return Tuple2.of((n * 7919L) % 1000L, tag + n);
+        }
+    }
+
+    static final class FirstField implements KeySelector<Tuple2<Long, String>, Long> {
+        @Override
+        public Long getKey(Tuple2<Long, String> value) {
+            return value.f0;
+        }
+    }
+
+    /** Slow on purpose: the keyed exchange into it backs up (backpressure). */
+    static final class SlowJoin
+            extends KeyedCoProcessFunction<Long, Tuple2<Long, String>, Tuple2<Long, String>, Long> {
+        private long seen;
+
+        @Override
+        public void processElement1(Tuple2<Long, String> v, Context ctx, Collector<Long> out)
+                throws Exception {
+            slow(v, out);
+        }
+
+        @Override
+        public void processElement2(Tuple2<Long, String> v, Context ctx, Collector<Long> out)
+                throws Exception {
+            slow(v, out);
+        }
+
+        private void slow(Tuple2<Long, String> v, Collector<Long> out) throws InterruptedException {
+            Thread.sleep(2);
+            if (++seen % 1_000_000 == 0) out.collect(v.f0); // almost never: the sink prints nothing
+        }
+    }
+}

@@ -1,0 +1,316 @@
+/**
+ * Where a Flink checkpoint's channel-state files may be read from (DESIGN §7 "Where files may
+ * be"). A `_metadata` names absolute paths and URIs written by the job that took it; reading
+ * them as they stand would let a hostile or merely copied checkpoint make Spillway read any
+ * file of the machine. So every path a handle names is confined: under the job's checkpoint
+ * directory (the parent of the `_metadata`'s directory: Flink's `<job>/{chk-N,shared,
+ * taskowned}`), under a root the caller allowed, or under the target of a relocation the
+ * caller gave. Symlinks are judged by where they really lead.
+ */
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CheckpointPathError, errnoOf } from '../errors.ts';
+import { fsSeam } from '../fs.ts';
+import { isRemoteLocation, redactLocation } from '../checkpoint/redact.ts';
+import type { FlinkStreamHandle } from './metadata-types.ts';
+
+/** One `--relocate FROM=TO`: a path prefix as written in the checkpoint, and where it is now. */
+export interface FlinkRelocation {
+  readonly from: string;
+  readonly to: string;
+}
+
+/**
+ * How a Flink checkpoint's file paths are confined and mapped.
+ *
+ * @example
+ * ```ts
+ * const options: FlinkPathOptions = {
+ *   allowPaths: ['/mnt/flink-shared'],
+ *   relocate: [{ from: 's3://bucket/flink/', to: '/data/flink/' }],
+ * };
+ * ```
+ */
+export interface FlinkPathOptions {
+  /** Roots outside the job's checkpoint directory whose files may be read (`--allow-path`). */
+  allowPaths?: readonly string[] | undefined;
+  /** Path-prefix mappings applied before anything else (`--relocate FROM=TO`). */
+  relocate?: readonly FlinkRelocation[] | undefined;
+}
+
+/**
+ * Where one delegate stream's bytes are: a physical file (local path or URL), the byte range
+ * of it that is the stream, and how to name it in messages.
+ */
+export interface DelegateLocation {
+  /** What to open: a local path or an `http(s)://` / `s3://` URL. */
+  readonly location: string;
+  /** Byte offset in `location` where the stream starts (inline bytes, a file-merging segment). */
+  readonly start: number;
+  /** The stream's declared length in bytes. */
+  readonly length: number;
+  /** The file for error messages (redacted). */
+  readonly shown: string;
+  /** Identity of the stream: handles with the same key share one delegate (read once). */
+  readonly key: string;
+}
+
+/**
+ * Parses `FROM=TO` (the last `=` that is not inside a URL's query splits them: `FROM` may not
+ * hold `=`). Throws a `TypeError` for a malformed mapping.
+ *
+ * @example
+ * ```ts
+ * parseRelocation('s3://bucket/flink/=/data/flink/'); // { from: 's3://bucket/flink/', to: '/data/flink/' }
+ * ```
+ */
+export function parseRelocation(text: string): FlinkRelocation {
+  const at = text.indexOf('=');
+  if (at <= 0 || at === text.length - 1) {
+    throw new TypeError(`a relocation must be FROM=TO with both sides non-empty, got '${text}'`);
+  }
+  return { from: text.slice(0, at), to: text.slice(at + 1) };
+}
+
+/** `file:` URIs (`file:/a`, `file:///a`, `file://localhost/a`) as local paths; the rest as is. */
+function localOrUri(path: string): string {
+  if (!/^file:/i.test(path)) return path;
+  try {
+    return fileURLToPath(new URL(path.replace(/^file:\/(?!\/)/i, 'file:///')));
+  } catch {
+    return path;
+  }
+}
+
+/** The scheme of a URI (`s3`, `hdfs`, …), or undefined for a plain path. */
+function schemeOf(path: string): string | undefined {
+  return /^([a-z][a-z0-9+.-]*):\/\//i.exec(path)?.[1]?.toLowerCase();
+}
+
+/** A remote location without its query and fragment, with no `.`/`..` segments allowed. */
+function remoteKey(location: string): string | undefined {
+  const m = /^([a-z0-9+.-]+:\/\/[^/?#]*)([^?#]*)/i.exec(location);
+  if (m === null) return undefined;
+  const path = m[2]!;
+  if (path.split('/').some((s) => s === '.' || s === '..')) return undefined;
+  return m[1]!.toLowerCase() + path;
+}
+
+/** Whether `path` is `root` or below it (both normalized, local or remote). */
+function isWithin(path: string, root: string, remote: boolean): boolean {
+  if (remote) {
+    const r = root.endsWith('/') ? root : `${root}/`;
+    return path === root || path.startsWith(r);
+  }
+  const rel = relative(root, path);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+}
+
+/** Parent directory of a local path or a remote location (`s3://b/a/chk-1` → `s3://b/a`). */
+function parentOf(location: string): string {
+  if (!isRemoteLocation(location)) return dirname(location);
+  const key = remoteKey(location) ?? location;
+  const cut = key.replace(/\/+$/, '').lastIndexOf('/');
+  return cut > key.indexOf('://') + 2 ? key.slice(0, cut) : key;
+}
+
+/**
+ * Confines and maps the paths of one checkpoint's stream handles. Build one per `_metadata`,
+ * then {@link FlinkPaths.locate} each handle's delegate.
+ *
+ * @example
+ * ```ts
+ * const paths = new FlinkPaths('/ckpt/job/chk-3/_metadata', { allowPaths: ['/mnt/shared'] });
+ * const where = await paths.locate(handle.delegate);
+ * ```
+ */
+export class FlinkPaths {
+  /** The `_metadata`'s own directory (relative handles resolve against it). */
+  readonly checkpointDir: string;
+  /** The job's checkpoint directory: the parent of {@link checkpointDir}. */
+  readonly jobDir: string;
+  private readonly remote: boolean;
+  private readonly relocate: readonly FlinkRelocation[];
+  private readonly allowPaths: readonly string[];
+  /** Real paths of the local roots (symlinks resolved), computed once. */
+  private realRoots: Promise<string[]> | undefined;
+
+  constructor(
+    readonly metadataLocation: string,
+    options: FlinkPathOptions = {},
+  ) {
+    this.remote = isRemoteLocation(metadataLocation);
+    this.checkpointDir = this.remote
+      ? parentOf(metadataLocation)
+      : dirname(resolve(metadataLocation));
+    this.jobDir = parentOf(this.checkpointDir);
+    // Longest prefix first: the most specific mapping wins.
+    this.relocate = [...(options.relocate ?? [])]
+      .map((r) => ({ from: localOrUri(r.from), to: r.to }))
+      .sort((a, b) => b.from.length - a.from.length);
+    this.allowPaths = (options.allowPaths ?? []).map((p) =>
+      isRemoteLocation(p) ? (remoteKey(p) ?? p) : resolve(localOrUri(p)),
+    );
+  }
+
+  /**
+   * Where `handle`'s bytes are, checked against the confinement rules (a local file is also
+   * checked to exist and to lie, symlinks resolved, under an allowed root).
+   *
+   * @throws {@link CheckpointPathError} naming the path and the flag that would allow it.
+   */
+  async locate(handle: FlinkStreamHandle): Promise<DelegateLocation> {
+    switch (handle.kind) {
+      case 'inline':
+        return {
+          location: handle.file,
+          start: handle.start,
+          length: handle.length,
+          shown: redactLocation(handle.file),
+          // Each inline blob is its own stream (its own header, offsets from its start).
+          key: `inline:${handle.start}:${handle.file}`,
+        };
+      case 'relative':
+        return this.relativeFile(handle.relativePath, handle.size);
+      case 'file':
+        return this.absoluteFile(handle.path, 0, handle.size);
+      case 'segment':
+        return this.absoluteFile(handle.path, handle.start, handle.length);
+    }
+  }
+
+  private async relativeFile(relativePath: string, size: number): Promise<DelegateLocation> {
+    const shownName = `${redactLocation(this.checkpointDir)}/${relativePath}`;
+    const refuse = (): never => {
+      throw new CheckpointPathError(
+        shownName,
+        `relative channel-state path '${relativePath}' leaves the checkpoint's directory ` +
+          `${redactLocation(this.checkpointDir)}: refused`,
+      );
+    };
+    if (
+      relativePath === '' ||
+      relativePath.includes('\0') ||
+      /^[a-z][a-z0-9+.-]*:/i.test(relativePath)
+    )
+      refuse();
+    if (this.remote) {
+      if (
+        relativePath.startsWith('/') ||
+        relativePath.split('/').some((s) => s === '..' || s === '.')
+      )
+        refuse();
+      const location = this.withQuery(`${this.checkpointDir}/${relativePath}`);
+      return {
+        location,
+        start: 0,
+        length: size,
+        shown: redactLocation(location),
+        key: `file:${location}`,
+      };
+    }
+    if (isAbsolute(relativePath)) refuse();
+    const path = resolve(this.checkpointDir, relativePath);
+    if (!isWithin(path, this.checkpointDir, false) || path === this.checkpointDir) refuse();
+    await this.checkReal(path, [this.checkpointDir], () => {
+      throw new CheckpointPathError(
+        path,
+        `a symlink that leads out of the checkpoint's directory ${this.checkpointDir}: refused`,
+      );
+    });
+    return { location: path, start: 0, length: size, shown: path, key: `file:${path}` };
+  }
+
+  /** A presigned `_metadata` URL's query does not sign its siblings: they are asked for bare. */
+  private withQuery(location: string): string {
+    return location;
+  }
+
+  private async absoluteFile(
+    written: string,
+    start: number,
+    length: number,
+  ): Promise<DelegateLocation> {
+    let path = localOrUri(written);
+    let root: string | undefined;
+    for (const r of this.relocate) {
+      if (path === r.from || path.startsWith(r.from.endsWith('/') ? r.from : `${r.from}/`)) {
+        const rest = path.slice(r.from.length).replace(/^\/+/, '');
+        const to = localOrUri(r.to);
+        path = rest === '' ? to : `${to.replace(/\/+$/, '')}/${rest}`;
+        root = isRemoteLocation(to) ? (remoteKey(to) ?? to) : resolve(to);
+        break;
+      }
+    }
+    const shown = redactLocation(written);
+    const flags =
+      `allow it with --allow-path DIR (options.flink.allowPaths) or map it with ` +
+      `--relocate FROM=TO (options.flink.relocate)`;
+    const scheme = schemeOf(path);
+    if (scheme !== undefined && scheme !== 'http' && scheme !== 'https' && scheme !== 's3') {
+      throw new CheckpointPathError(
+        shown,
+        `channel state on ${scheme}:// cannot be read here; copy it and map it with --relocate FROM=TO`,
+      );
+    }
+    if (isRemoteLocation(path)) {
+      const key = remoteKey(path);
+      if (key === undefined) {
+        throw new CheckpointPathError(shown, `a remote path with '.' or '..' segments: refused`);
+      }
+      const roots = [...(root !== undefined ? [root] : []), ...this.allowPaths];
+      if (this.remote) roots.push(this.jobDir);
+      if (!roots.some((r) => isRemoteLocation(r) && isWithin(key, r, true))) {
+        throw new CheckpointPathError(
+          shown,
+          `outside the job's checkpoint directory ${redactLocation(this.jobDir)}; ${flags}`,
+        );
+      }
+      return { location: path, start, length, shown, key: `${start}:${length}:${path}` };
+    }
+    if (!isAbsolute(path)) {
+      throw new CheckpointPathError(shown, `channel-state path is not absolute: refused`);
+    }
+    path = resolve(path);
+    const roots = [
+      ...(root !== undefined ? [root] : []),
+      ...this.allowPaths.filter((p) => !isRemoteLocation(p)),
+    ];
+    if (!this.remote) roots.push(this.jobDir);
+    if (!roots.some((r) => isWithin(path, r, false))) {
+      throw new CheckpointPathError(
+        path,
+        `outside the job's checkpoint directory ${this.remote ? redactLocation(this.jobDir) : this.jobDir}; ${flags}`,
+      );
+    }
+    await this.checkReal(path, roots, () => {
+      throw new CheckpointPathError(
+        path,
+        `a symlink that leads outside the job's checkpoint directory and every allowed root; ${flags}`,
+      );
+    });
+    return { location: path, start, length, shown: path, key: `${start}:${length}:${path}` };
+  }
+
+  /**
+   * The real path of `path` (every symlink resolved) must lie under the real path of one of
+   * `roots`. A missing file is left to the open, which names it as missing.
+   */
+  private async checkReal(path: string, roots: string[], escape: () => never): Promise<void> {
+    let real: string;
+    try {
+      real = await fsSeam.realpath(path);
+    } catch (error) {
+      const errno = errnoOf(error);
+      if (errno === 'ENOENT' || errno === 'ENOTDIR') return;
+      if (errno === 'ELOOP')
+        throw new CheckpointPathError(path, 'a symlink loop, not a channel-state file', {
+          cause: error,
+          errno,
+        });
+      throw error;
+    }
+    const realRoots = await Promise.all(roots.map((r) => fsSeam.realpath(r).catch(() => r)));
+    if (!realRoots.some((r) => isWithin(real, r, false))) escape();
+  }
+}

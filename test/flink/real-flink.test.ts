@@ -1,0 +1,282 @@
+/**
+ * A real Flink (DESIGN §7, issue 21). When `java` and `mvn` are on PATH: build the harness in
+ * interop/flink for Flink 1.20.x and 2.x (Maven profiles flink1/flink2), let its MiniCluster job
+ * write retained unaligned checkpoints under backpressure into a temp dir, have Flink's own
+ * classes read them (the Oracle: expected/ tree), then check `spillway flink ls --json`,
+ * `spillway recover --operator --subtask [--output-state]` and `--rescale I/P --key long` against
+ * Flink's reading byte for byte. Without java or mvn the suite is skipped with a printed reason;
+ * the committed fixtures (test/fixtures/flink/) cover those machines.
+ *
+ * Maven's first run downloads Flink's jars (~160 MB into ~/.m2); later runs are offline-fast.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keyHash } from '../../src/services/flink/stream-element.ts';
+import {
+  keyGroupForKeyHash,
+  operatorIndexForKeyGroup,
+} from '../../src/services/rescale/key-groups.ts';
+import { runCli } from '../e2e/harness.ts';
+import {
+  compareChannelFiles,
+  expectedRescales,
+  expectedSubtasks,
+  readExpectedKeyGroups,
+  readExpectedLs,
+} from '../helpers/flink-expected.ts';
+import { repoRoot } from '../helpers/processes.ts';
+import { removeDir, tempDir } from '../helpers/temp.ts';
+
+const run = promisify(execFile);
+const harnessDir = join(repoRoot, 'interop', 'flink');
+
+function onPath(command: string, args: string[]): boolean {
+  const r = spawnSync(command, args, { stdio: 'ignore' });
+  return r.error === undefined && r.status === 0;
+}
+
+const missing = [
+  ...(onPath('java', ['-version']) ? [] : ['java']),
+  ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
+];
+if (missing.length > 0) {
+  console.log(
+    `real-flink: skipped, ${missing.join(' and ')} not on PATH (the committed fixtures in ` +
+      'test/fixtures/flink/ are checked without them)',
+  );
+}
+const suite = missing.length === 0 ? describe : describe.skip;
+
+/** The releases the harness builds: Maven profile, and the metadata version each writes. */
+const RELEASES = [
+  { profile: 'flink1', flink: '1.20.x', metadataVersion: 4 },
+  { profile: 'flink2', flink: '2.x', metadataVersion: 6 },
+] as const;
+
+/** Writer flags per variant (the same as interop/flink/make-fixtures.sh). */
+const VARIANT_FLAGS: Record<string, string[]> = {
+  file: ['--threshold', '0b'],
+  inline: ['--threshold', '20kb', '--subtasks-per-file', '1'],
+  merging: ['--threshold', '0b', '--file-merging'],
+};
+
+/**
+ * What each release writes fresh. By default channel state in files (the normal case) for both,
+ * and file-merging (segment handles naming absolute paths under the job dir) for 2.x; the
+ * committed fixtures cover the other kinds. SPILLWAY_FLINK_VARIANTS=file,inline,merging runs
+ * those for both releases.
+ */
+function variantsOf(profile: string): string[] {
+  const env = process.env.SPILLWAY_FLINK_VARIANTS;
+  if (env !== undefined && env !== '') {
+    const asked = env.split(',').map((v) => v.trim());
+    for (const v of asked) {
+      if (VARIANT_FLAGS[v] === undefined) throw new Error(`SPILLWAY_FLINK_VARIANTS: unknown ${v}`);
+    }
+    return asked;
+  }
+  return profile === 'flink2' ? ['file', 'merging'] : ['file'];
+}
+
+/** The delegate kind (Flink class) each variant must show, so a variant cannot quietly be another. */
+const VARIANT_DELEGATE: Record<string, string> = {
+  file: 'RelativeFileStateHandle',
+  inline: 'ByteStreamStateHandle',
+  merging: 'SegmentFileStateHandle',
+};
+
+const seconds = (t0: number): string => ((performance.now() - t0) / 1000).toFixed(1);
+
+/** One Maven build per release for the whole file (its classpath). */
+const builds = new Map<string, Promise<string>>();
+function build(profile: string): Promise<string> {
+  let b = builds.get(profile);
+  if (b === undefined) {
+    b = (async () => {
+      const t0 = performance.now();
+      await run(
+        'mvn',
+        ['-q', '-B', '-Dstyle.color=never', '-P', profile, 'compile', 'dependency:build-classpath'],
+        { cwd: harnessDir, maxBuffer: 16 << 20 },
+      );
+      console.log(`real-flink ${profile}: maven ${seconds(t0)} s`);
+      const target = join(harnessDir, 'target', profile);
+      const deps = (await readFile(join(target, 'classpath.txt'), 'utf8')).trim();
+      return `${join(target, 'classes')}:${deps}`;
+    })();
+    builds.set(profile, b);
+  }
+  return b;
+}
+
+for (const release of RELEASES) {
+  for (const variant of variantsOf(release.profile)) {
+    suite(
+      `real Flink ${release.flink}, ${variant} (MiniCluster, unaligned checkpoints, oracle = Flink)`,
+      () => {
+        let root = '';
+        let checkpoint = '';
+        let expected = '';
+
+        beforeAll(async () => {
+          root = await tempDir();
+          const classpath = await build(release.profile);
+          let t0 = performance.now();
+          const writer = await run(
+            'java',
+            [
+              '-cp',
+              classpath,
+              'dev.spillway.flink.Writer',
+              '--out',
+              join(root, 'checkpoints'),
+              '--checkpoints',
+              '2',
+              ...VARIANT_FLAGS[variant]!,
+            ],
+            { maxBuffer: 16 << 20 },
+          );
+          const writerTime = seconds(t0);
+          const m = /^CHECKPOINT (.+)$/m.exec(writer.stdout);
+          if (m === null) {
+            throw new Error(
+              `the Writer printed no checkpoint:\n${writer.stdout}\n${writer.stderr}`,
+            );
+          }
+          checkpoint = m[1]!;
+          expected = join(root, 'expected');
+          t0 = performance.now();
+          await run(
+            'java',
+            [
+              '-cp',
+              classpath,
+              'dev.spillway.flink.Oracle',
+              '--checkpoint',
+              checkpoint,
+              '--expected',
+              expected,
+            ],
+            { maxBuffer: 16 << 20 },
+          );
+          console.log(
+            `real-flink ${release.profile} ${variant}: writer ${writerTime} s, oracle ${seconds(t0)} s`,
+          );
+        }, 300_000);
+
+        afterAll(async () => {
+          if (root !== '') await removeDir(root);
+        });
+
+        it('the harness wrote a checkpoint with input-channel and result-subpartition state (the oracle is not empty)', () => {
+          const ls = readExpectedLs(expected);
+          expect(ls.version).toBe(release.metadataVersion);
+          const subtasks = expectedSubtasks(expected);
+          expect(subtasks.some((s) => s.inputFiles.length > 0)).toBe(true);
+          expect(subtasks.some((s) => s.outputFiles.length > 0)).toBe(true);
+          expect(expectedRescales(expected).length).toBeGreaterThan(0);
+          const handles = JSON.parse(readFileSync(join(expected, 'handles.json'), 'utf8')) as {
+            subtasks: Array<{ delegates: string[] }>;
+          };
+          expect(handles.subtasks.flatMap((h) => h.delegates)).toContain(VARIANT_DELEGATE[variant]);
+        });
+
+        it('flink ls --json agrees with Flink on operators, parallelism and per-subtask channel counts and bytes', async () => {
+          const r = await runCli(['flink', 'ls', checkpoint, '--json']);
+          expect(r.stderr).toBe('');
+          expect(r.code).toBe(0);
+          expect(JSON.parse(r.stdout)).toEqual(readExpectedLs(expected));
+        });
+
+        it('recover of every operator/subtask with channel state equals Flink’s reading byte for byte (input and --output-state)', async () => {
+          for (const s of expectedSubtasks(expected)) {
+            const out = join(root, 'out', `${s.operator}-${s.subtask}`);
+            const r = await runCli([
+              'recover',
+              checkpoint,
+              '--operator',
+              s.operator,
+              '--subtask',
+              String(s.subtask),
+              '--out',
+              out,
+              '--output-state',
+            ]);
+            expect(r.code, `${s.operator}/${s.subtask}: ${r.stderr}`).toBe(0);
+            expect(
+              await compareChannelFiles(s.dir, out, { output: true }),
+              `${s.operator}/${s.subtask}`,
+            ).toEqual([]);
+            if (s.inputFiles.length > 0) {
+              const inOnly = join(root, 'out', `${s.operator}-${s.subtask}-input`);
+              const r2 = await runCli([
+                'recover',
+                checkpoint,
+                '--operator',
+                s.operator,
+                '--subtask',
+                String(s.subtask),
+                '--out',
+                inOnly,
+              ]);
+              expect(r2.code, r2.stderr).toBe(0);
+              expect(
+                await compareChannelFiles(s.dir, inOnly),
+                `${s.operator}/${s.subtask} input`,
+              ).toEqual([]);
+              const written = existsSync(inOnly) ? await readdir(inOnly) : [];
+              expect(written.filter((f) => f.startsWith('partition-'))).toEqual([]);
+            }
+          }
+        });
+
+        it('--rescale I/P --key long keeps exactly the records whose key group Flink assigns to I', async () => {
+          const rescales = expectedRescales(expected);
+          for (const x of rescales) {
+            const out = join(root, 'rescale', `${x.operator}-${x.index}-of-${x.parallelism}`);
+            const r = await runCli([
+              'recover',
+              checkpoint,
+              '--operator',
+              x.operator,
+              '--subtask',
+              String(x.index),
+              '--rescale',
+              `${x.index}/${x.parallelism}`,
+              '--key',
+              'long',
+              '--out',
+              out,
+            ]);
+            expect(r.code, r.stderr).toBe(0);
+            expect(
+              await compareChannelFiles(x.dir, out, { absentEqualsEmpty: true }),
+              `${x.index}/${x.parallelism}`,
+            ).toEqual([]);
+          }
+        });
+
+        it('Flink’s key groups (KeyGroupRangeAssignment) equal Spillway’s key-group maths for every kept record', () => {
+          let records = 0;
+          for (const x of expectedRescales(expected)) {
+            const kg = readExpectedKeyGroups(x.dir);
+            for (const c of kg.channels) {
+              for (const [key, group] of c.kept) {
+                expect(keyGroupForKeyHash(keyHash(BigInt(key)), kg.maxParallelism)).toBe(group);
+                expect(operatorIndexForKeyGroup(kg.maxParallelism, kg.parallelism, group)).toBe(
+                  kg.index,
+                );
+                records++;
+              }
+            }
+          }
+          expect(records).toBeGreaterThan(0);
+        });
+      },
+    );
+  }
+}
