@@ -1,5 +1,5 @@
 /** `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]` */
-import { recoverChannelState } from '../recover.ts';
+import { startRecovery } from '../recover.ts';
 import { channelKey } from '../services/channel.ts';
 import { checkCheckpointSource } from '../services/checkpoint/source.ts';
 import { redactLocation } from '../services/checkpoint/redact.ts';
@@ -81,7 +81,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const sink = new ChannelFileSink(out.stagingDir);
   const signals = trapSignals((line) => io.err.write(line));
   const progress = new ProgressLine(io);
-  const recovery = recoverChannelState({
+  const recovery = startRecovery({
     checkpoint,
     spillRoot: stringOption(values, 'spill-root'),
     channels: (info) => sink.consumer(info),
