@@ -6,7 +6,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { recoverChannelState } from '../src/recover.ts';
+import { startRecovery } from '../src/recover.ts';
 import { stageOf } from '../src/machines/task.machine.ts';
 import type { SpillLimits } from '../src/services/spill/limits.ts';
 import { discardingConsumer } from './stages.ts';
@@ -74,7 +74,7 @@ export async function measureCancel(options: CancelOptions): Promise<CancelFigur
   let filesPerRecovery = 0;
   for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
-    const r = recoverChannelState({
+    const r = startRecovery({
       checkpoint,
       spillRoot,
       limits,
@@ -95,7 +95,7 @@ export async function measureCancel(options: CancelOptions): Promise<CancelFigur
   while (times.length < options.count && attempt < options.count * 4) {
     if (options.signal.aborted) throw options.signal.reason;
     const taskId = `bench-cancel-${attempt++}`;
-    const recovery = recoverChannelState({
+    const recovery = startRecovery({
       checkpoint,
       spillRoot,
       limits,

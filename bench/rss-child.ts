@@ -10,7 +10,7 @@
  * usage: node --import <tsx> bench/rss-child.ts CHECKPOINT SPILL_ROOT [TASKS] | --baseline
  */
 import { readFileSync } from 'node:fs';
-import { recoverChannelState } from '../src/recover.ts';
+import { startRecovery } from '../src/recover.ts';
 import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { discardingConsumer } from './stages.ts';
 
@@ -36,7 +36,7 @@ if (checkpoint === '--baseline') {
     Array.from(
       { length: tasks },
       (_, k) =>
-        recoverChannelState({
+        startRecovery({
           checkpoint,
           spillRoot,
           taskId: tasks === 1 ? 'bench-rss' : `bench-rss-${k}`,

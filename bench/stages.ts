@@ -3,7 +3,7 @@
  * from the same services, and the full recovery through the task machine. Consumers discard
  * what they get, synchronously, so the figures are Spillway's own cost and nothing else.
  */
-import { recoverChannelState } from '../src/recover.ts';
+import { startRecovery } from '../src/recover.ts';
 import { Drainer, type DrainReport } from '../src/services/spill/drainer.ts';
 import { type ChannelConsumer } from '../src/services/channel.ts';
 import { fetchToSpill, type FetchStageResult } from '../src/services/spill/fetch-stage.ts';
@@ -98,7 +98,7 @@ export async function plainRecover(
   }
 }
 
-/** The full recovery: `recoverChannelState` through fetch, gap and drain machines. */
+/** The full recovery: `startRecovery` through fetch, gap and drain machines. */
 export async function fullRecover(
   checkpoint: string,
   spillRoot: string,
@@ -106,7 +106,7 @@ export async function fullRecover(
   limits: SpillLimits = {},
 ): Promise<{ ms: number; bytes: number }> {
   const t0 = performance.now();
-  const recovery = recoverChannelState({
+  const recovery = startRecovery({
     checkpoint,
     spillRoot,
     taskId,

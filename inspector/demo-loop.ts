@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { recoverChannelState } from '../src/recover.ts';
+import { startRecovery } from '../src/recover.ts';
 import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
 import { fsSeam, listFiles } from '../src/services/fs.ts';
 import { SpillRoot, resolveSpillRoot } from '../src/services/spill-root/spill-root.ts';
@@ -98,7 +98,7 @@ export async function runDemoLoop(options: DemoLoopOptions): Promise<DemoLoopRes
 
     const runOne = async (n: number, checkpoint: string): Promise<keyof DemoLoopResult> => {
       const scenario = DEMO_SCENARIOS[n % DEMO_SCENARIOS.length]!;
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint,
         spillRoot: rootPath,
         taskId: `demo-${n + 1}`,

@@ -19,7 +19,7 @@
  *
  * @packageDocumentation
  */
-import { recoverChannelState as startRecovery } from './recover.ts';
+import { startRecovery } from './recover.ts';
 import type { RecoverOptions, Recovery } from './recovery-types.ts';
 
 /**
@@ -61,36 +61,10 @@ export type { ProgressStage, RecoveryProgress } from './services/progress.ts';
 export { channelKey } from './services/channel.ts';
 export type { SpillLimits } from './services/spill/limits.ts';
 export type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts';
-export {
-  makeCheckpoint,
-  type MadeCheckpoint,
-  type MakeCheckpointOptions,
-} from './services/checkpoint/generator.ts';
-export {
-  readCheckpoint,
-  type CheckpointSummary,
-  type CheckpointVisitor,
-  type ReadCheckpointOptions,
-} from './services/checkpoint/reader.ts';
-export { CheckpointWriter } from './services/checkpoint/writer.ts';
-export {
-  makeRecordCheckpoint,
-  type MadeRecordCheckpoint,
-  type MakeRecordCheckpointOptions,
-} from './services/checkpoint/record-generator.ts';
 export type { RescaleOption, RecordPredicate } from './services/rescale/rescale-options.ts';
+export type { RescaleTarget } from './services/rescale/key-groups.ts';
 export type { VirtualChannel } from './services/rescale/record-parser.ts';
 export type { RecordReport } from './services/rescale/filtering-spill.ts';
-export {
-  defaultMaxParallelism,
-  hashKeyBytes,
-  keyGroupForKeyHash,
-  murmurHash,
-  operatorIndexForKeyGroup,
-  KEY_HASH_SEED,
-  type RescaleTarget,
-} from './services/rescale/key-groups.ts';
-export { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
 export { sweepSpillRoot, type SweepReport } from './services/spill-root/sweep.ts';
 export {
   listSpillRoot,
@@ -110,7 +84,6 @@ export {
   RejectedError,
   CleanupError,
   MisuseError,
-  RegistryClosedError,
   SpillEOFError,
   SpillCorruptError,
   SpillRootError,
@@ -139,17 +112,10 @@ export {
   type FlinkOperatorListing,
   type FlinkSubtaskListing,
 } from './services/flink/list.ts';
-export { redactLocation } from './services/checkpoint/redact.ts';
-export {
-  readCheckpointEntries,
-  detectCheckpointFormat,
-  FLINK_METADATA_MAGIC,
-  type CheckpointFormat,
-  type EntriesSummary,
-  type EntryVisitor,
-  type ReadEntriesOptions,
-} from './services/checkpoint/entries.ts';
+export type { CheckpointFormat } from './services/checkpoint/entries.ts';
 export type { FlinkKey, FlinkSelection } from './services/flink/entry-source.ts';
 export type { FlinkPathOptions, FlinkRelocation } from './services/flink/paths.ts';
 export { keyHash } from './services/flink/stream-element.ts';
 export { VERSION } from './version.ts';
+// Test-data generators and the SPWC reader and writer: `spillway/testing`; Flink's key-group
+// maths: `spillway/rescale`; the machines with their XState types: `spillway/machines`.

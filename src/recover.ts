@@ -1,7 +1,8 @@
 /**
- * `recoverChannelState()`: one recovering task as a lifecycle service. It wires the services a
- * Flink task owns (mailbox, channel-IO executor, resourceCloser) to the task actor and turns
- * the actor's ending into one promise that settles only after every resource is closed.
+ * `startRecovery()` (the package's `recoverChannelState()`): one recovering task as a lifecycle
+ * service. It wires the services a Flink task owns (mailbox, channel-IO executor) to the task
+ * actor and turns the actor's ending into one promise that settles only after every resource is
+ * closed.
  */
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -65,10 +66,10 @@ export interface StartedRecovery extends PublicRecovery {
 }
 
 /**
- * Starts one recovery (the public `recoverChannelState` of `src/index.ts`, which narrows its
- * types), with the internal options, returning the actor with its full XState type.
+ * Starts one recovery with the internal options, returning the actor with its full XState type.
+ * The package's one `recoverChannelState` (src/index.ts) is this, with the public types.
  */
-export function recoverChannelState(options: StartOptions): StartedRecovery {
+export function startRecovery(options: StartOptions): StartedRecovery {
   validateRecoverOptions(options);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');

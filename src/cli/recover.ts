@@ -2,7 +2,7 @@
  * `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]`,
  * and for a Flink checkpoint `--operator OP --subtask N [--output-state] [--key …] [--allow-path DIR]… [--relocate FROM=TO]…`.
  */
-import { recoverChannelState } from '../recover.ts';
+import { startRecovery } from '../recover.ts';
 import { channelKey } from '../services/channel.ts';
 import { checkCheckpointSource } from '../services/checkpoint/source.ts';
 import { redactLocation } from '../services/checkpoint/redact.ts';
@@ -116,7 +116,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const signals = trapSignals((line) => io.err.write(line));
   const progress = new ProgressLine(io);
   const start = (target: ChannelFileSink, outputState: boolean) =>
-    recoverChannelState({
+    startRecovery({
       checkpoint,
       spillRoot: stringOption(values, 'spill-root'),
       channels: (info) => target.consumer(info),

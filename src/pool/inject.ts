@@ -193,7 +193,7 @@ export class FaultInjector {
 
   private cancelTask(state: LoopState, reason: string): void {
     state.fired = true;
-    // beforeStage('fetch') runs inside recoverChannelState(), before it returns the recovery.
+    // beforeStage('fetch') runs inside startRecovery(), before it returns the recovery.
     if (state.recovery !== undefined) state.recovery.cancel(reason);
     else queueMicrotask(() => state.recovery?.cancel(reason));
   }

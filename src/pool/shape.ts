@@ -3,7 +3,7 @@
  * (to check every delivery against) and the operations one clean recovery of it performs (to
  * aim every fault inside them).
  */
-import { recoverChannelState, type SpillLimits } from '../recover.ts';
+import { startRecovery, type SpillLimits } from '../recover.ts';
 import { readCheckpoint } from '../services/checkpoint/reader.ts';
 import { channelKey } from '../services/channel.ts';
 import { crc32 } from '../services/crc32.ts';
@@ -122,7 +122,7 @@ export async function measureOps(options: {
     if (op === 'read' && !fetching) ops.drainReads++;
   });
   try {
-    const recovery = recoverChannelState({
+    const recovery = startRecovery({
       checkpoint,
       spillRoot: spill.root,
       limits,

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setMaxListeners } from 'node:events';
 import type { InspectionEvent } from 'xstate';
-import { recoverChannelState, type RecoveryReport, type SpillLimits } from '../recover.ts';
+import { startRecovery, type RecoveryReport, type SpillLimits } from '../recover.ts';
 import { stageOf } from '../machines/task.machine.ts';
 import { MisuseError } from '../services/errors.ts';
 import { fsSeam } from '../services/fs.ts';
@@ -299,7 +299,7 @@ export class TaskManager {
     let report: RecoveryReport | undefined;
     let error: unknown;
     try {
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: state.input,
         spillRoot: this.spill.root,
         channels: (info) => this.injector.consumer(state, info),

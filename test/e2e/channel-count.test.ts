@@ -1,10 +1,10 @@
 /**
- * G8 (issue 13's fifth break): memory does not grow with the number of channels. The real CLI
+ * G8: memory does not grow with the number of channels. The real CLI
  * recovers a checkpoint of one one-byte entry per channel in a child process whose peak RSS is
  * its own VmHWM, read as it exits.
  *
  * 16,384 channels (4,096 gates × 4) is the smallest run that proves it here: when a channel
- * held 10–20 KB until the end (issue 13), 20,000 channels peaked at 270 MB. The 262,144
+ * held 10–20 KB until the end, 20,000 channels peaked at 270 MB. The 262,144
  * figure (65,536 gates × 4) takes 30 s to minutes on this shared machine and is measured by
  * `spillway bench --growth` instead.
  */

@@ -1,5 +1,5 @@
 /**
- * G9 through the CLI (issue 2): every class of corrupt checkpoint exits 2 with one stderr line
+ * G9 through the CLI: every class of corrupt checkpoint exits 2 with one stderr line
  * naming the file and the byte offset, prints no stack trace, and leaves neither a spill file
  * nor an output file. Each class is made from a valid checkpoint by editing bytes, with the
  * defect near the end so that spill files exist by the time it is found.

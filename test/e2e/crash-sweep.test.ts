@@ -1,5 +1,5 @@
 /**
- * G7 crash safety with real processes (issue 6): `kill -9` leaves a dead owner's files, and
+ * G7 crash safety with real processes: `kill -9` leaves a dead owner's files, and
  * `spillway sweep` or the next process opening the same spill root removes them; a live
  * recovery beside a sweep keeps its files and finishes byte-exact; the sweeper judges owners by
  * boot id + pid + start time, never follows symlinks, survives garbage markers; every spill

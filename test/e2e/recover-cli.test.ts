@@ -1,5 +1,5 @@
 /**
- * `spillway recover` end to end (DESIGN §4, issue 2): byte-exact output through many spill
+ * `spillway recover` end to end (DESIGN §4): byte-exact output through many spill
  * files, an empty spill root afterwards, and the usage contract (exit 2, one line, --help 0).
  */
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';

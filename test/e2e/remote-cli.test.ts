@@ -50,7 +50,7 @@ async function recover(location: string, endpoint: string, env: Record<string, s
   return { root, out, args, env: s3Env({ ...FAST, ...env }) };
 }
 
-describe('spillway recover s3:// (issue 17)', () => {
+describe('spillway recover s3://', () => {
   it.each<[string, Fault[]]>([
     ['reset mid-body', [{ kind: 'reset', afterBytes: 96 * MIB }]],
     ['503', [{ kind: '503', afterConnections: 1 }]],
@@ -168,7 +168,7 @@ describe('spillway recover s3:// (issue 17)', () => {
   });
 });
 
-describe('spillway recover http(s):// (issue 17)', () => {
+describe('spillway recover http(s)://', () => {
   it('a presigned-style URL through a reset: byte-exact, and its query string is printed nowhere', async () => {
     const dir = await makeTempRoot();
     const made = await makeSmallCheckpoint(dir, { kib: 4096, channels: 3, name: 'cp.spwc' });

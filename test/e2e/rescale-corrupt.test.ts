@@ -1,5 +1,5 @@
 /**
- * The four record-level corruptions of a rescaled recovery (issue 16, DESIGN.md §3 "Checkpoint
+ * The four record-level corruptions of a rescaled recovery (DESIGN.md §3 "Checkpoint
  * file v2"): a partial record at the end, a record shorter than the key, a negative record
  * length, a bad subtask field. Each one, through the CLI, exits 2 with one line naming the file
  * and the offset; through the library it is a `CorruptCheckpointError` at that offset. Either
@@ -9,7 +9,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import { CorruptCheckpointError } from '../../src/services/errors.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { settle } from '../helpers/async.ts';
@@ -130,7 +130,7 @@ describe('rescaled recovery: record-level corruption', () => {
       seam.setFsHook((op, path) => {
         if (op === 'open' && /spill-segment-\d+\.bin$/.test(path)) created.push(path);
       });
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: file,
         spillRoot: root,
         rescale: { subtask: 0, parallelism: 1 },

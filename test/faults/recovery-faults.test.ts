@@ -26,7 +26,7 @@
  * instant `done` settles, nor afterwards (G1).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recoverChannelState, type RecoveryReport } from '../../src/recover.ts';
+import { startRecovery, type RecoveryReport } from '../../src/recover.ts';
 import { AbortedError, CleanupError } from '../../src/services/errors.ts';
 import { SpillRootError } from '../../src/services/errors.ts';
 import { FS_OPS, type FsOp } from '../../src/services/fs.ts';
@@ -97,7 +97,7 @@ async function recover(fault?: { op: FsOp; code: FaultCode; nth: number }): Prom
   seam.resetFsSeam();
   seam.setFsHook((op, path) => void calls.push(`${op} ${normalize(path)}`));
   if (fault !== undefined) seam.injectFault(fault);
-  const recovery = recoverChannelState({
+  const recovery = startRecovery({
     checkpoint: input.path,
     spillRoot: root,
     limits: LIMITS,

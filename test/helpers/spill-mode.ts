@@ -1,5 +1,5 @@
 /**
- * The two spilling modes a suite can run in (issue 16): `spilling` (Flink's
+ * The two spilling modes a suite can run in: `spilling` (Flink's
  * SpillingNoFilteringHandler, a v1 checkpoint recovered verbatim) and `filtering`
  * (SpillingWithFilteringHandler: a v2 record checkpoint recovered as new subtask 0 of 2). A
  * suite file runs in the default mode; its `*.filtering.test.ts` twin calls

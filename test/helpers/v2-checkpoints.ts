@@ -5,7 +5,7 @@
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import type { RecoveryReport } from '../../src/recovery-types.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
@@ -44,7 +44,7 @@ export async function recoverBytes(
   options: { rescale?: RescaleOption; limits?: SpillLimits } = {},
 ): Promise<{ out: Map<string, Buffer>; report: RecoveryReport }> {
   const parts = new Map<string, Buffer[]>();
-  const recovery = recoverChannelState({
+  const recovery = startRecovery({
     checkpoint: file,
     spillRoot: root,
     ...(options.rescale !== undefined ? { rescale: options.rescale } : {}),

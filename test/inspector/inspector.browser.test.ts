@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import type { DefRecord, InspectorRecord } from '../../inspector/protocol.ts';
 import { startInspectorServer } from '../../inspector/server.ts';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -361,7 +361,7 @@ describe.skipIf(!hasChromium)('the live inspector in Chromium', () => {
         }),
       );
       const made = await makeCheckpoint({ out: join(root, 'in.spwc'), mb: 0.25, seed: 9 });
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: made.path,
         spillRoot: root,
         taskId: 'bridge',

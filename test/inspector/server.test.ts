@@ -24,7 +24,7 @@ import {
   type ServerMessage,
 } from '../../inspector/server.ts';
 import { sanitize } from '../../inspector/sanitize.ts';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
 import { channelId } from '../../src/services/channel.ts';
@@ -40,7 +40,7 @@ import {
 
 // One spill root for the in-process recoveries of this file. SpillRoot caches open roots by
 // device and inode, and a fresh temp dir often reuses the inode of the one just deleted, which
-// would hand a later test the stale root (reported; see the report of issue 7).
+// would hand a later test the stale root.
 let spillRoot: string;
 beforeAll(async () => {
   spillRoot = await mkdtemp(join(tmpdir(), 'spillway-test-inspector-'));
@@ -165,7 +165,7 @@ async function recoverOnce(root: string, inspect: InspectorServer['inspect'], ta
     mb: 0.5,
     seed: 5,
   });
-  const recovery = recoverChannelState({
+  const recovery = startRecovery({
     checkpoint: made.path,
     spillRoot,
     inspect,

@@ -1,7 +1,7 @@
 /**
  * Flink's abort table (F1–C3) through the filtering spill handler: the very tests of
  * ./abort-table.test.ts, run on a v2 record checkpoint recovered as new subtask 0 of 2
- * (test/helpers/spill-mode.ts), so every row holds in filtering mode too (issue 16).
+ * (test/helpers/spill-mode.ts), so every row holds in filtering mode too: a rescaled recovery spills through another handler.
  */
 import { describe, expect, it } from 'vitest';
 import { useSpillMode } from '../helpers/spill-mode.ts';

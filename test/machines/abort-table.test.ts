@@ -128,7 +128,7 @@ describe('abort table: fetch (F)', () => {
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('F2 (review finding 1) the fetch stage alone cleans up its spill dir on failure: no owner, no registry', async () => {
+  it('F2 the fetch stage alone cleans up its spill dir on failure: no owner, no registry', async () => {
     const fx = await fixture();
     const spill = await SpillRoot.open(fx.root);
     const taskDir = spill.taskDirPath('f2-alone');
@@ -150,7 +150,7 @@ describe('abort table: fetch (F)', () => {
     await expectNoLeak(fx);
   });
 
-  it('F3 (review finding 4) close of the last spill file fails before the state exists: discardSpilledFiles removes the dir, the close error is the cause', async () => {
+  it('F3 close of the last spill file fails before the state exists: discardSpilledFiles removes the dir, the close error is the cause', async () => {
     const fx = await fixture();
     const n = await spillFileCount(fx);
     seam.injectFault({ op: 'close', code: 'EIO', pathIncludes: `spill-segment-${n - 1}.bin` });
@@ -187,7 +187,7 @@ describe('abort table: fetch (F)', () => {
     await expectNoLeak(fx);
   });
 
-  it('F4 (review finding 2) cancel while a spill file creation is paused: the late file deletes itself, nothing is created or written after abort', async () => {
+  it('F4 cancel while a spill file creation is paused: the late file deletes itself, nothing is created or written after abort', async () => {
     const fx = await fixture();
     const pause = pauseOn((op, path) => op === 'open' && path.endsWith('spill-segment-2.bin'));
     const w = start(fx, { taskId: 'f4open' });
@@ -479,7 +479,7 @@ describe('abort table: drain (D)', () => {
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('D3 (review finding 3) forced close while the reader is about to lazily open the next file: AbortedError, suppressed, never ENOENT', async () => {
+  it('D3 forced close while the reader is about to lazily open the next file: AbortedError, suppressed, never ENOENT', async () => {
     const fx = await fixture();
     const n = await spillFileCount(fx);
     let draining = false;

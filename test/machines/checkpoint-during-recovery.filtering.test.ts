@@ -1,5 +1,5 @@
 /**
- * G6 in filtering mode (issue 16): the random-timing suite of
+ * G6 in filtering mode: the random-timing suite of
  * ./checkpoint-during-recovery.test.ts through the filtering handler (byte terms, with the
  * harness's small 4 KiB buffers), then G6 in record terms with the rescaled defaults: a
  * checkpoint taken during a rescaled recovery cuts between records, and its remainder is a v2

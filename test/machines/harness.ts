@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, expect } from 'vitest';
 import type { InspectionEvent, AnyEventObject } from 'xstate';
 import {
-  recoverChannelState,
+  startRecovery,
   type StartOptions as RecoverOptions,
   type StartedRecovery as Recovery,
 } from '../../src/recover.ts';
@@ -154,7 +154,7 @@ export function start(
   const events: AnyEventObject[] = [];
   const listeners: { type: string; fn: (event: AnyEventObject) => void }[] = [];
   const { inspectAlso, ...rest } = options;
-  const recovery = recoverChannelState({
+  const recovery = startRecovery({
     checkpoint: fx.checkpoint,
     spillRoot: fx.root,
     limits: SMALL_LIMITS,

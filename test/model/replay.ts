@@ -18,7 +18,7 @@
 import { basename, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import {
-  recoverChannelState,
+  startRecovery,
   type RecoveryReport,
   type StartedRecovery as Recovery,
 } from '../../src/recover.ts';
@@ -261,7 +261,7 @@ class Replay {
     this.spillRoot = await tempDir();
     this.outDir = await tempDir();
     seam.setFsHook(this.fsHook);
-    this.recovery = recoverChannelState({
+    this.recovery = startRecovery({
       checkpoint: this.options.fixture.path,
       spillRoot: this.spillRoot,
       limits: SMALL_LIMITS,

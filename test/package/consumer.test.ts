@@ -211,6 +211,40 @@ console.log(JSON.stringify({
     });
   });
 
+  it('spillway/testing and spillway/rescale resolve from ESM and CommonJS, apart from the entry', async () => {
+    await writeFile(
+      join(app, 'subpaths.cjs'),
+      `const spillway = require('spillway');
+const testing = require('spillway/testing');
+const rescale = require('spillway/rescale');
+console.log(JSON.stringify({
+  make: typeof testing.makeCheckpoint,
+  read: typeof testing.readCheckpoint,
+  group: rescale.keyGroupForKeyHash(1, 128),
+  inEntry: typeof spillway.makeCheckpoint,
+}));
+`,
+    );
+    await writeFile(
+      join(app, 'subpaths.mjs'),
+      `import { makeCheckpoint } from 'spillway/testing';
+import { operatorIndexForKeyGroup } from 'spillway/rescale';
+console.log(typeof makeCheckpoint, operatorIndexForKeyGroup(128, 2, 86));
+`,
+    );
+    const cjs = await run(process.execPath, ['subpaths.cjs'], { cwd: app });
+    expect(cjs.stderr).toBe('');
+    expect(JSON.parse(cjs.stdout)).toEqual({
+      make: 'function',
+      read: 'function',
+      group: 86,
+      inEntry: 'undefined',
+    });
+    const esm = await run(process.execPath, ['subpaths.mjs'], { cwd: app });
+    expect(esm.stderr).toBe('');
+    expect(esm.stdout.trim()).toBe('function 1');
+  });
+
   it('a strict nodenext TypeScript consumer (skipLibCheck: false) compiles and runs', async () => {
     const dir = join(app, 'strict');
     await mkdir(dir, { recursive: true });

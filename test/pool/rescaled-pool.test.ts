@@ -1,5 +1,5 @@
 /**
- * The pool with every loop a rescaled recovery (issue 16): every fault kind hits the filtering
+ * The pool with every loop a rescaled recovery: every fault kind hits the filtering
  * handler, and the judge checks each delivery against the survivors' bytes (G6), every
  * checkpoint's remainder (G6 at a barrier), and that no spill file leaks and no cause is masked
  * (G1, G5).

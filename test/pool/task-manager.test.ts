@@ -20,7 +20,8 @@ const LIMITS = {
 const open: Setup[] = [];
 
 // Runs before the temp dirs are removed: a root deleted while its SpillRoot is still open would
-// leave a stale instance behind for the next test (the report of issue 5 has the details).
+// leave a stale instance behind for the next test (SpillRoot caches open roots by device and
+// inode, and a fresh temp dir often gets the inode of the one just deleted).
 afterEach(async () => {
   seam.resetFsSeam();
   while (open.length > 0) await teardown(open.pop()!).catch(() => undefined);

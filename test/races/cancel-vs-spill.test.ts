@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import { CancelledError } from '../../src/services/errors.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { listSpill, outcomeWithListing } from '../helpers/spill-root.ts';
@@ -57,7 +57,7 @@ describe('race: cancel against spill-file creation', () => {
           if (creates) afterCancel.push(`${op} ${path}`);
         },
       );
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: fixture.checkpoint.path,
         spillRoot,
         limits: RACE_LIMITS,

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import { channelBytes } from '../helpers/checkpoints.ts';
@@ -63,7 +63,7 @@ describe('race: checkpoint snapshot against delivery', () => {
         step(false);
         return s.schedule(Promise.resolve(), `${op} ${path.split('/').at(-1)}`);
       });
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: fixture.checkpoint.path,
         spillRoot,
         limits: RACE_LIMITS,

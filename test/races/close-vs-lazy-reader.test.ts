@@ -6,7 +6,7 @@
  */
 import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import { CancelledError, isAbortConsequence } from '../../src/services/errors.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { deferred, type Deferred, macrotasks } from '../helpers/async.ts';
@@ -55,7 +55,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
         }
         return released;
       });
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: fixture.checkpoint.path,
         spillRoot,
         limits: RACE_LIMITS,
@@ -132,7 +132,7 @@ describe('race: forced close against a lazy reader opening the next file', () =>
       await p.release.promise;
     });
     try {
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: fixture.checkpoint.path,
         spillRoot,
         limits: RACE_LIMITS,

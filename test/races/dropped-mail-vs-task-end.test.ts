@@ -6,7 +6,7 @@
  */
 import { describe, expect } from 'vitest';
 import { fc, it } from '@fast-check/vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import { AbortedError, CancelledError, RejectedError } from '../../src/services/errors.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { withHangGuard } from '../helpers/async.ts';
@@ -55,7 +55,7 @@ describe('race: a dropped mail against task end', () => {
         await s.schedule(Promise.resolve(), label);
         fn();
       };
-      const recovery = recoverChannelState({
+      const recovery = startRecovery({
         checkpoint: fixture.checkpoint.path,
         spillRoot,
         limits: RACE_LIMITS,

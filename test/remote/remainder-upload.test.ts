@@ -5,7 +5,7 @@
  * afterwards — the object-store analogue of G1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { startRecovery } from '../../src/recover.ts';
 import type { CheckpointResult } from '../../src/index.ts';
 import { CheckpointChangedError } from '../../src/services/errors.ts';
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
@@ -32,7 +32,7 @@ afterAll(async () => {
 async function recoverWithCheckpoint(out: string, endpoint: string) {
   const spillRoot = await makeTempRoot();
   let checkpoint: Promise<CheckpointResult> | undefined;
-  const recovery = recoverChannelState({
+  const recovery = startRecovery({
     checkpoint: cp.path,
     spillRoot,
     channels: () => ({ onBuffer() {}, onFinished() {} }),

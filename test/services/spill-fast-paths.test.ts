@@ -1,5 +1,5 @@
 /**
- * The fast paths added for `spillway bench` (issue 8) keep the spill format and every byte
+ * The fast paths added for speed (`spillway bench` floors) keep the spill format and every byte
  * exact: one CRC pass shared by the checkpoint check and the segment CRCs, coalesced segment
  * writes, and a drain that takes buffered bytes without a promise round trip.
  */

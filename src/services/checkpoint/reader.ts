@@ -153,150 +153,21 @@ export async function readCheckpoint(
   try {
     // One buffer for the whole file: the visitor only borrows slices of it.
     const buf = Buffer.allocUnsafe(chunkBytes);
-    // Headers may straddle reads (any chunk size is allowed), so they are assembled here.
-    const header = Buffer.alloc(entryHeaderBytes(CHECKPOINT_VERSION_V2));
-    let version: CheckpointVersion = CHECKPOINT_VERSION;
-    let entryHeaderSize = entryHeaderBytes(version);
-    // Where gate, channel, length and crc start in the header: after the subtask in v2.
-    let fields = 0;
-    let headerFill = 0;
-    let state: ReadState = 'fileHeader';
-    let filePos = 0;
-    let entryOffset = 0;
-    let entryLength = 0;
-    let remaining = 0;
-    let expectedCrc = 0;
-    let crc = 0;
-    let entries = 0;
-    let payloadBytes = 0;
-
-    const checkCrc = (): void => {
-      if (crc !== expectedCrc) {
-        throw corrupt(
-          entryOffset + fields + 12,
-          `crc32 mismatch: header says ${hex32(expectedCrc)}, payload has ${hex32(crc)}`,
-        );
-      }
-    };
-
+    const parser = new CheckpointParser(visitor, corrupt, throwIfAborted);
     for (;;) {
       throwIfAborted();
-      const n = await file.read(buf, 0, chunkBytes, filePos);
+      const n = await file.read(buf, 0, chunkBytes, parser.filePos);
       if (n === 0) break;
-      const base = filePos;
-      filePos += n;
-      let i = 0;
-      while (i < n) {
-        if (state === 'payload') {
-          const take = Math.min(remaining, n - i);
-          const chunk = buf.subarray(i, i + take);
-          // The piece's own CRC, combined into the entry's: the same value as a running
-          // crc32(chunk, crc), and the visitor gets the piece's CRC for free.
-          const chunkCrc = crc32(chunk);
-          crc = remaining === entryLength ? chunkCrc : crc32Combine(crc, chunkCrc, take);
-          i += take;
-          remaining -= take;
-          payloadBytes += take;
-          throwIfAborted();
-          // Awaited only when the visitor returned a promise: a synchronous visitor (a spill
-          // write that only copied) costs no microtask and no promise per entry, which at
-          // hundreds of thousands of small entries is most of the garbage (G8).
-          const written = visitor.onPayload(chunk, chunkCrc);
-          if (written !== undefined) await written;
-          if (remaining === 0) {
-            checkCrc();
-            state = 'entryHeader';
-          }
-          continue;
-        }
-
-        const need = state === 'fileHeader' ? CHECKPOINT_HEADER_BYTES : entryHeaderSize;
-        if (headerFill === 0 && state === 'entryHeader') entryOffset = base + i;
-        const take = Math.min(need - headerFill, n - i);
-        buf.copy(header, headerFill, i, i + take);
-        headerFill += take;
-        i += take;
-        if (state === 'fileHeader') {
-          // Checked as soon as bytes arrive so that a short non-checkpoint reads as "bad magic".
-          checkMagic(header, headerFill, corrupt);
-          if (headerFill < need) continue;
-          const found = header.readUInt32BE(4);
-          if (found !== CHECKPOINT_VERSION && found !== CHECKPOINT_VERSION_V2) {
-            throw corrupt(
-              4,
-              `unsupported version ${found} (expected ${CHECKPOINT_VERSION} or ${CHECKPOINT_VERSION_V2})`,
-            );
-          }
-          version = found;
-          entryHeaderSize = entryHeaderBytes(version);
-          fields = version === CHECKPOINT_VERSION_V2 ? SUBTASK_FIELD_BYTES : 0;
-          visitor.onVersion?.(version);
-          headerFill = 0;
-          state = 'entryHeader';
-          continue;
-        }
-        if (headerFill < need) continue;
-        headerFill = 0;
-
-        // A v1 entry counts as written by subtask 0 (DESIGN.md §3).
-        const subtask = fields === 0 ? 0 : header.readInt32BE(0);
-        const gate = header.readInt32BE(fields);
-        const channel = header.readInt32BE(fields + 4);
-        entryLength = header.readInt32BE(fields + 8);
-        expectedCrc = header.readUInt32BE(fields + 12);
-        if (subtask < 0 || subtask > MAX_SUBTASK) {
-          throw corrupt(entryOffset, `subtask ${subtask} out of range 0..${MAX_SUBTASK}`);
-        }
-        if (gate < 0 || gate > MAX_GATE) {
-          throw corrupt(entryOffset + fields, `gate ${gate} out of range 0..${MAX_GATE}`);
-        }
-        if (channel < 0 || channel > MAX_CHANNEL) {
-          throw corrupt(
-            entryOffset + fields + 4,
-            `channel ${channel} out of range 0..${MAX_CHANNEL}`,
-          );
-        }
-        if (entryLength < 0 || entryLength > MAX_ENTRY_LENGTH) {
-          throw corrupt(
-            entryOffset + fields + 8,
-            `entry length ${entryLength} out of range 0..${MAX_ENTRY_LENGTH}`,
-          );
-        }
-        entries++;
-        const entered = visitor.onEntry(gate, channel, entryLength, entryOffset, subtask);
-        if (entered !== undefined) await entered;
-        remaining = entryLength;
-        crc = 0;
-        if (entryLength === 0) {
-          // An empty payload has CRC 0; anything else is a corrupt header.
-          checkCrc();
-        } else {
-          state = 'payload';
-        }
+      parser.startChunk(n);
+      while (parser.at < n) {
+        // Awaited only when the visitor returned a promise: a synchronous visitor (a spill
+        // write that only copied) costs no microtask and no promise per entry, which at
+        // hundreds of thousands of small entries is most of the garbage (G8).
+        const waiting = parser.step(buf, n);
+        if (waiting !== undefined) await waiting;
       }
     }
-
-    if (filePos === 0) throw corrupt(0, 'empty file');
-    if (state === 'fileHeader') {
-      throw corrupt(
-        filePos,
-        `truncated file header: ${filePos} of ${CHECKPOINT_HEADER_BYTES} bytes present`,
-      );
-    }
-    if (state === 'payload') {
-      throw corrupt(
-        filePos,
-        `truncated payload of entry at byte ${entryOffset}: expected ${entryLength} bytes, ` +
-          `${entryLength - remaining} present`,
-      );
-    }
-    if (headerFill > 0) {
-      throw corrupt(
-        entryOffset,
-        `truncated entry header: ${headerFill} of ${entryHeaderSize} bytes present`,
-      );
-    }
-    return { entries, payloadBytes, fileBytes: filePos, version };
+    return parser.end();
   } catch (e) {
     primary = e;
     options.onFailure?.(e);
@@ -308,6 +179,183 @@ export async function readCheckpoint(
       // The first cause wins (G5): a close failure only replaces a success.
       if (primary === undefined) throw closeError;
       if (primary instanceof Error) addSuppressed(primary, closeError);
+    }
+  }
+}
+
+/**
+ * The reader's state machine over the bytes of one file, one method per state (ws's Receiver
+ * does the same): the file header, an entry header, an entry's payload. Headers may straddle
+ * reads (any chunk size is allowed), so they are assembled in `header`. A step returns the
+ * visitor's promise when the visitor returned one, and the state moves on once it settled.
+ */
+class CheckpointParser {
+  /** File offset of the next read. */
+  filePos = 0;
+  /** Where the chunk being parsed starts in the file, and how far into it the parser is. */
+  private base = 0;
+  at = 0;
+  private state: ReadState = 'fileHeader';
+  private readonly header = Buffer.alloc(entryHeaderBytes(CHECKPOINT_VERSION_V2));
+  private headerFill = 0;
+  private version: CheckpointVersion = CHECKPOINT_VERSION;
+  private entryHeaderSize = entryHeaderBytes(CHECKPOINT_VERSION);
+  /** Where gate, channel, length and crc start in an entry header: after the subtask in v2. */
+  private fields = 0;
+  private entryOffset = 0;
+  private entryLength = 0;
+  private remaining = 0;
+  private expectedCrc = 0;
+  private crc = 0;
+  private entries = 0;
+  private payloadBytes = 0;
+
+  constructor(
+    private readonly visitor: CheckpointVisitor,
+    private readonly corrupt: (offset: number, reason: string) => CorruptCheckpointError,
+    private readonly throwIfAborted: () => void,
+  ) {}
+
+  /** A read of `n` bytes landed at `filePos`. */
+  startChunk(n: number): void {
+    this.base = this.filePos;
+    this.filePos += n;
+    this.at = 0;
+  }
+
+  /** Parses from `at` on, as far as the current state goes. */
+  step(buf: Buffer, n: number): Promise<void> | void {
+    if (this.state === 'payload') return this.payload(buf, n);
+    if (this.state === 'fileHeader') return this.fileHeader(buf, n);
+    return this.entryHeader(buf, n);
+  }
+
+  /** The summary once the file ended, or the truncation it ended in. */
+  end(): CheckpointSummary {
+    const { filePos, corrupt } = this;
+    if (filePos === 0) throw corrupt(0, 'empty file');
+    if (this.state === 'fileHeader') {
+      throw corrupt(
+        filePos,
+        `truncated file header: ${filePos} of ${CHECKPOINT_HEADER_BYTES} bytes present`,
+      );
+    }
+    if (this.state === 'payload') {
+      throw corrupt(
+        filePos,
+        `truncated payload of entry at byte ${this.entryOffset}: expected ${this.entryLength} bytes, ` +
+          `${this.entryLength - this.remaining} present`,
+      );
+    }
+    if (this.headerFill > 0) {
+      throw corrupt(
+        this.entryOffset,
+        `truncated entry header: ${this.headerFill} of ${this.entryHeaderSize} bytes present`,
+      );
+    }
+    const { entries, payloadBytes, version } = this;
+    return { entries, payloadBytes, fileBytes: filePos, version };
+  }
+
+  private payload(buf: Buffer, n: number): Promise<void> | void {
+    const take = Math.min(this.remaining, n - this.at);
+    const chunk = buf.subarray(this.at, this.at + take);
+    // The piece's own CRC, combined into the entry's: the same value as a running
+    // crc32(chunk, crc), and the visitor gets the piece's CRC for free.
+    const chunkCrc = crc32(chunk);
+    this.crc =
+      this.remaining === this.entryLength ? chunkCrc : crc32Combine(this.crc, chunkCrc, take);
+    this.at += take;
+    this.remaining -= take;
+    this.payloadBytes += take;
+    this.throwIfAborted();
+    const written = this.visitor.onPayload(chunk, chunkCrc);
+    if (written !== undefined) return written.then(() => this.payloadDelivered());
+    this.payloadDelivered();
+  }
+
+  private payloadDelivered(): void {
+    if (this.remaining > 0) return;
+    this.checkCrc();
+    this.state = 'entryHeader';
+  }
+
+  /** Copies header bytes from the chunk; true once the header of `need` bytes is whole. */
+  private fillHeader(buf: Buffer, n: number, need: number): boolean {
+    const take = Math.min(need - this.headerFill, n - this.at);
+    buf.copy(this.header, this.headerFill, this.at, this.at + take);
+    this.headerFill += take;
+    this.at += take;
+    return this.headerFill >= need;
+  }
+
+  private fileHeader(buf: Buffer, n: number): void {
+    const whole = this.fillHeader(buf, n, CHECKPOINT_HEADER_BYTES);
+    // Checked as soon as bytes arrive so that a short non-checkpoint reads as "bad magic".
+    checkMagic(this.header, this.headerFill, this.corrupt);
+    if (!whole) return;
+    const found = this.header.readUInt32BE(4);
+    if (found !== CHECKPOINT_VERSION && found !== CHECKPOINT_VERSION_V2) {
+      throw this.corrupt(
+        4,
+        `unsupported version ${found} (expected ${CHECKPOINT_VERSION} or ${CHECKPOINT_VERSION_V2})`,
+      );
+    }
+    this.version = found;
+    this.entryHeaderSize = entryHeaderBytes(found);
+    this.fields = found === CHECKPOINT_VERSION_V2 ? SUBTASK_FIELD_BYTES : 0;
+    this.visitor.onVersion?.(found);
+    this.headerFill = 0;
+    this.state = 'entryHeader';
+  }
+
+  private entryHeader(buf: Buffer, n: number): Promise<void> | void {
+    if (this.headerFill === 0) this.entryOffset = this.base + this.at;
+    if (!this.fillHeader(buf, n, this.entryHeaderSize)) return;
+    this.headerFill = 0;
+    const { header, fields, entryOffset, corrupt } = this;
+    // A v1 entry counts as written by subtask 0 (DESIGN.md §3).
+    const subtask = fields === 0 ? 0 : header.readInt32BE(0);
+    const gate = header.readInt32BE(fields);
+    const channel = header.readInt32BE(fields + 4);
+    const entryLength = header.readInt32BE(fields + 8);
+    this.entryLength = entryLength;
+    this.expectedCrc = header.readUInt32BE(fields + 12);
+    if (subtask < 0 || subtask > MAX_SUBTASK) {
+      throw corrupt(entryOffset, `subtask ${subtask} out of range 0..${MAX_SUBTASK}`);
+    }
+    if (gate < 0 || gate > MAX_GATE) {
+      throw corrupt(entryOffset + fields, `gate ${gate} out of range 0..${MAX_GATE}`);
+    }
+    if (channel < 0 || channel > MAX_CHANNEL) {
+      throw corrupt(entryOffset + fields + 4, `channel ${channel} out of range 0..${MAX_CHANNEL}`);
+    }
+    if (entryLength < 0 || entryLength > MAX_ENTRY_LENGTH) {
+      throw corrupt(
+        entryOffset + fields + 8,
+        `entry length ${entryLength} out of range 0..${MAX_ENTRY_LENGTH}`,
+      );
+    }
+    this.entries++;
+    const entered = this.visitor.onEntry(gate, channel, entryLength, entryOffset, subtask);
+    if (entered !== undefined) return entered.then(() => this.entryEntered());
+    this.entryEntered();
+  }
+
+  private entryEntered(): void {
+    this.remaining = this.entryLength;
+    this.crc = 0;
+    // An empty payload has CRC 0; anything else is a corrupt header.
+    if (this.entryLength === 0) this.checkCrc();
+    else this.state = 'payload';
+  }
+
+  private checkCrc(): void {
+    if (this.crc !== this.expectedCrc) {
+      throw this.corrupt(
+        this.entryOffset + this.fields + 12,
+        `crc32 mismatch: header says ${hex32(this.expectedCrc)}, payload has ${hex32(this.crc)}`,
+      );
     }
   }
 }
