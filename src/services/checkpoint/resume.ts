@@ -130,6 +130,12 @@ const DEFAULTS = {
   deadlineMs: 30 * 60_000,
 };
 
+/**
+ * `ms` as a timer can take it: Node fires a timer above 2^31-1 ms (~24.8 days) after 1 ms, so a
+ * huge or infinite deadline or stall timeout ("never") would fire at once.
+ */
+const timerMs = (ms: number): number => Math.min(ms, 2 ** 31 - 1);
+
 class Stalled extends Error {}
 class Truncated extends Error {}
 
@@ -185,7 +191,7 @@ export class ResumableRead {
     };
     // One timer for the whole read, so no wait (headers, a dripping body, a backoff) outlives it.
     // unref: the socket in flight, not this timer, is what keeps a process alive.
-    this.deadline = setTimeout(() => this.expire(), this.policy.deadlineMs).unref();
+    this.deadline = setTimeout(() => this.expire(), timerMs(this.policy.deadlineMs)).unref();
   }
 
   /** The object's size, known once {@link start} resolved. */
@@ -314,7 +320,7 @@ export class ResumableRead {
       this.interrupt = fail;
       if (stall !== undefined) {
         const ms = this.policy.stallTimeoutMs;
-        timer = setTimeout(() => fail(new Stalled(`no ${stall} for ${ms} ms`)), ms);
+        timer = setTimeout(() => fail(new Stalled(`no ${stall} for ${ms} ms`)), timerMs(ms));
       }
       work.then((value) => {
         settle();
