@@ -1,6 +1,9 @@
 package dev.spillway.flink;
 
+import org.apache.flink.api.common.eventtime.SerializableTimestampAssigner;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
@@ -32,7 +35,7 @@ import java.util.stream.Stream;
  * flight, as input-channel state (slow-join) and result-subpartition state (the sources' chains).
  *
  * <p>Usage: {@code Writer --out DIR [--threshold BYTES] [--subtasks-per-file N] [--file-merging]
- * [--checkpoints N] [--keep-all]}. Flink keys are set by name so one source serves 1.20.x and 2.x.
+ * [--checkpoints N] [--keep-all] [--watermarks]}. Flink keys are set by name so one source serves 1.20.x and 2.x.
  */
 public final class Writer {
 
@@ -63,18 +66,23 @@ public final class Writer {
         conf.put("taskmanager.network.memory.floating-buffers-per-gate", "2"); // 1.20 only
         conf.put("taskmanager.network.memory.max-buffers-per-channel", "4"); // 1.20 only
         conf.put("execution.buffer-timeout.interval", "5 ms");
+        if (opts.containsKey("watermarks")) {
+            // Often, so that watermarks sit between the records in every checkpoint's buffers.
+            conf.put("pipeline.auto-watermark-interval", "1 ms");
+        }
         conf.put("rest.bind-port", "0");
         conf.put("restart-strategy.type", "none");
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(2, Configuration.fromMap(conf));
 
+        boolean watermarks = opts.containsKey("watermarks");
         DataStream<Tuple2<Long, String>> a =
-                env.fromSequence(0, Long.MAX_VALUE).name("source-a").uid("source-a")
+                source(env, "source-a", watermarks)
                         .map(new ToRecord("a")).returns(Types.TUPLE(Types.LONG, Types.STRING))
                         .name("to-record-a").uid("to-record-a");
         DataStream<Tuple2<Long, String>> b =
-                env.fromSequence(0, Long.MAX_VALUE).name("source-b").uid("source-b")
+                source(env, "source-b", watermarks)
                         .map(new ToRecord("b")).returns(Types.TUPLE(Types.LONG, Types.STRING))
                         .name("to-record-b").uid("to-record-b");
         a.keyBy(new FirstField())
@@ -118,6 +126,28 @@ public final class Writer {
             for (Path q : (Iterable<Path>) all.sorted(java.util.Comparator.reverseOrder())::iterator) {
                 Files.delete(q);
             }
+        }
+    }
+
+    /**
+     * An endless sequence. With `--watermarks`, event time (the wall clock) and Flink's periodic
+     * watermarks, so Watermark elements travel the keyed exchange between the records.
+     */
+    private static DataStream<Long> source(
+            StreamExecutionEnvironment env, String name, boolean watermarks) {
+        WatermarkStrategy<Long> strategy =
+                watermarks
+                        ? WatermarkStrategy.<Long>forMonotonousTimestamps()
+                                .withTimestampAssigner(new WallClock())
+                        : WatermarkStrategy.noWatermarks();
+        return env.fromSource(new NumberSequenceSource(0, Long.MAX_VALUE), strategy, name)
+                .uid(name);
+    }
+
+    static final class WallClock implements SerializableTimestampAssigner<Long> {
+        @Override
+        public long extractTimestamp(Long element, long recordTimestamp) {
+            return System.currentTimeMillis();
         }
     }
 
