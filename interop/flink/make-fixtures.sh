@@ -21,6 +21,7 @@ for name in $names; do
     file) flags="--threshold 0b" ;;
     inline) flags="--threshold 20kb --subtasks-per-file 1" ;;
     merging) flags="--threshold 0b --file-merging" ;;
+    watermarks) flags="--threshold 0b --watermarks" ;;
     *) echo "unknown variant $variant" >&2; exit 2 ;;
   esac
   dest="$repo/test/fixtures/flink/$name"

@@ -98,29 +98,32 @@ function errorJson(error: unknown): { error: Record<string, unknown> } {
 }
 
 async function ls(argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parse(
-    argv,
-    { json: { type: 'boolean' }, 's3-endpoint': { type: 'string' } },
-    1,
-  );
-  if (values.help) {
-    io.out.write(usage);
-    return 0;
-  }
-  const checkpoint = positionals[0];
-  if (checkpoint === undefined) throw new UsageError('missing CHECKPOINT');
-  const remote = remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint'));
+  // `--json` answers in JSON on every failure, a usage error too (DESIGN §4), so it is known
+  // before the arguments are parsed.
+  const json = argv.includes('--json');
   try {
+    const { values, positionals } = parse(
+      argv,
+      { json: { type: 'boolean' }, 's3-endpoint': { type: 'string' } },
+      1,
+    );
+    if (values.help) {
+      io.out.write(usage);
+      return 0;
+    }
+    const checkpoint = positionals[0];
+    if (checkpoint === undefined) throw new UsageError('missing CHECKPOINT');
+    const remote = remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint'));
     const meta = await readFlinkMetadata(checkpoint, { remote });
     const listing = listFlinkMetadata(meta);
-    if (values.json) printJson(io, listing);
+    if (json) printJson(io, listing);
     else {
       const finished = new Set(meta.operators.filter((o) => o.finished).map((o) => o.id));
       io.out.write(describeListing(redactLocation(meta.location), listing, finished));
     }
     return 0;
   } catch (error) {
-    if (values.json) printJson(io, errorJson(error));
+    if (json) printJson(io, errorJson(error));
     return reportError(io, error, 'flink ls');
   }
 }

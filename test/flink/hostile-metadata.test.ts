@@ -525,6 +525,11 @@ describe('spillway flink ls on bad input: exit 2, one line naming file and offse
     expect(missing.code).toBe(2);
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
     expect((await runCli(['flink', 'ls'])).code).toBe(2);
+    const usage = await runCli(['flink', 'ls', '--json']);
+    expect(usage.code).toBe(2);
+    expect(JSON.parse(usage.stdout)).toEqual({
+      error: { code: 'ERR_SPILLWAY_USAGE', message: 'missing CHECKPOINT' },
+    });
     expect((await runCli(['flink', 'frob'])).code).toBe(2);
     const help = await runCli(['flink', 'ls', '--help']);
     expect(help.code).toBe(0);

@@ -62,13 +62,15 @@ const VARIANT_FLAGS: Record<string, string[]> = {
   file: ['--threshold', '0b'],
   inline: ['--threshold', '20kb', '--subtasks-per-file', '1'],
   merging: ['--threshold', '0b', '--file-merging'],
+  watermarks: ['--threshold', '0b', '--watermarks'],
 };
 
 /**
- * What each release writes fresh. By default channel state in files (the normal case) for both,
- * and file-merging (segment handles naming absolute paths under the job dir) for 2.x; the
- * committed fixtures cover the other kinds. SPILLWAY_FLINK_VARIANTS=file,inline,merging runs
- * those for both releases.
+ * What each release writes fresh. By default: channel state in files (the normal case) for 1.20;
+ * for 2.x, files with event time (Watermark elements between timestamped records) and
+ * file-merging (segment handles naming absolute paths under the job dir). The committed fixtures
+ * cover the other combinations; SPILLWAY_FLINK_VARIANTS=file,inline,merging,watermarks runs the
+ * ones listed for both releases.
  */
 function variantsOf(profile: string): string[] {
   const env = process.env.SPILLWAY_FLINK_VARIANTS;
@@ -79,7 +81,7 @@ function variantsOf(profile: string): string[] {
     }
     return asked;
   }
-  return profile === 'flink2' ? ['file', 'merging'] : ['file'];
+  return profile === 'flink2' ? ['watermarks', 'merging'] : ['file'];
 }
 
 /** The delegate kind (Flink class) each variant must show, so a variant cannot quietly be another. */
@@ -87,6 +89,7 @@ const VARIANT_DELEGATE: Record<string, string> = {
   file: 'RelativeFileStateHandle',
   inline: 'ByteStreamStateHandle',
   merging: 'SegmentFileStateHandle',
+  watermarks: 'RelativeFileStateHandle',
 };
 
 const seconds = (t0: number): string => ((performance.now() - t0) / 1000).toFixed(1);
@@ -136,6 +139,9 @@ for (const release of RELEASES) {
               join(root, 'checkpoints'),
               '--checkpoints',
               '2',
+              // Flink's own temp files (MiniCluster dirs, the extracted RPC jar) stay in ours.
+              '--tmp',
+              join(root, 'flink-tmp'),
               ...VARIANT_FLAGS[variant]!,
             ],
             { maxBuffer: 16 << 20 },

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { recoverChannelState } from '../../src/recover.ts';
 import { channelKey } from '../../src/services/channel.ts';
+import type { RecoveryProgress } from '../../src/services/progress.ts';
 import {
   compareChannelFiles,
   expectedRescales,
@@ -92,6 +93,32 @@ describe.skipIf(fixtures.length === 0)('real Flink fixtures recover as Flink rea
           expect(await compareChannelFiles(s.dir, out, { input: true, output: true })).toEqual([]);
         }, 60_000);
       }
+
+      it('progress works unchanged: the fetch total comes from the handles and is reached exactly', async () => {
+        const s = expectedSubtasks(f.expected).find((x) => x.outputFiles.length > 0)!;
+        const root = await makeTempRoot();
+        const seen: RecoveryProgress[] = [];
+        const recovery = recoverChannelState({
+          checkpoint: f.checkpoint,
+          spillRoot: root,
+          flink: {
+            operator: s.operator,
+            subtask: s.subtask,
+            outputState: true,
+            relocate: [{ from: f.originalJobDir, to: f.jobDir }],
+          },
+          channels: () => ({ onBuffer: () => undefined, onFinished: () => undefined }),
+          onProgress: (p) => void seen.push(p),
+          progressIntervalMs: 1,
+        });
+        const report = await recovery.done;
+        const last = recovery.progress();
+        expect(last.checkpointBytes).toBe(report.payloadBytes);
+        expect(last.bytesRead).toBe(report.payloadBytes);
+        expect(last.bytesDelivered).toBe(report.payloadBytes);
+        expect(report.payloadBytes).toBeGreaterThan(0);
+        expect(seen.at(-1)?.stage).toBe('finished');
+      });
 
       for (const r of expectedRescales(f.expected)) {
         it(`CLI: recover --operator ${r.operator} --rescale ${r.index}/${r.parallelism} --key ${f.key} keeps exactly the oracle's records`, async () => {

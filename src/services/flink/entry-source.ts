@@ -188,7 +188,20 @@ export async function planFlinkRead(
         groups.set(where.key, group);
       }
       group.handles.push({ handle, subtask: subtask.index });
-      declared += Math.max(0, handle.stateSize - CHANNEL_STATE_INT_BYTES * handle.offsets.length);
+    }
+    for (const { where, handles } of groups.values()) {
+      // Payload bytes: each handle's state size less its entries' length fields, and never
+      // more than the stream can hold (Flink counts an inline blob's header in its size).
+      let entries = 0;
+      let payload = 0;
+      for (const { handle } of handles) {
+        entries += handle.offsets.length;
+        payload += Math.max(0, handle.stateSize - CHANNEL_STATE_INT_BYTES * handle.offsets.length);
+      }
+      declared += Math.max(
+        0,
+        Math.min(payload, where.length - CHANNEL_STATE_INT_BYTES * (entries + 1)),
+      );
     }
     plan.push([...groups.values()]);
   }

@@ -1,6 +1,9 @@
 package dev.spillway.flink;
 
+import org.apache.flink.api.common.eventtime.SerializableTimestampAssigner;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
@@ -13,6 +16,9 @@ import org.apache.flink.util.Collector;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.NoSuchFileException;
+import java.util.Comparator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -32,7 +38,9 @@ import java.util.stream.Stream;
  * flight, as input-channel state (slow-join) and result-subpartition state (the sources' chains).
  *
  * <p>Usage: {@code Writer --out DIR [--threshold BYTES] [--subtasks-per-file N] [--file-merging]
- * [--checkpoints N] [--keep-all]}. Flink keys are set by name so one source serves 1.20.x and 2.x.
+ * [--checkpoints N] [--keep-all] [--watermarks] [--tmp DIR]}. Flink's own temp files go under
+ * {@code --tmp} (default: a fresh temp dir, removed at the end). Flink keys are set by name so
+ * one source serves 1.20.x and 2.x.
  */
 public final class Writer {
 
@@ -41,6 +49,15 @@ public final class Writer {
         Path out = Path.of(Args.required(opts, "out")).toAbsolutePath();
         int wanted = Integer.parseInt(opts.getOrDefault("checkpoints", "3"));
         Files.createDirectories(out);
+        // Flink's MiniCluster leaves files in its temp dirs (minicluster_<id>/, the extracted
+        // 20+ MB flink-rpc-akka*.jar, web upload dirs): all of them go into one dir of ours,
+        // removed at the end. Set before any Flink class reads java.io.tmpdir.
+        boolean ownTmp = !opts.containsKey("tmp");
+        Path tmp =
+                ownTmp
+                        ? Files.createTempDirectory("spillway-flink-")
+                        : Files.createDirectories(Path.of(opts.get("tmp")).toAbsolutePath());
+        System.setProperty("java.io.tmpdir", tmp.toString());
 
         Map<String, String> conf = new HashMap<>();
         conf.put("execution.checkpointing.interval", "400 ms");
@@ -63,18 +80,26 @@ public final class Writer {
         conf.put("taskmanager.network.memory.floating-buffers-per-gate", "2"); // 1.20 only
         conf.put("taskmanager.network.memory.max-buffers-per-channel", "4"); // 1.20 only
         conf.put("execution.buffer-timeout.interval", "5 ms");
+        if (opts.containsKey("watermarks")) {
+            // Often, so that watermarks sit between the records in every checkpoint's buffers.
+            conf.put("pipeline.auto-watermark-interval", "1 ms");
+        }
+        conf.put("io.tmp.dirs", tmp.toString());
+        conf.put("web.tmpdir", tmp.resolve("web").toString());
+        conf.put("web.upload.dir", tmp.resolve("web-upload").toString());
         conf.put("rest.bind-port", "0");
         conf.put("restart-strategy.type", "none");
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(2, Configuration.fromMap(conf));
 
+        boolean watermarks = opts.containsKey("watermarks");
         DataStream<Tuple2<Long, String>> a =
-                env.fromSequence(0, Long.MAX_VALUE).name("source-a").uid("source-a")
+                source(env, "source-a", watermarks)
                         .map(new ToRecord("a")).returns(Types.TUPLE(Types.LONG, Types.STRING))
                         .name("to-record-a").uid("to-record-a");
         DataStream<Tuple2<Long, String>> b =
-                env.fromSequence(0, Long.MAX_VALUE).name("source-b").uid("source-b")
+                source(env, "source-b", watermarks)
                         .map(new ToRecord("b")).returns(Types.TUPLE(Types.LONG, Types.STRING))
                         .name("to-record-b").uid("to-record-b");
         a.keyBy(new FirstField())
@@ -107,17 +132,62 @@ public final class Writer {
             }
         }
         System.out.println("CHECKPOINT " + newest);
+        System.out.flush();
+        if (ownTmp) {
+            try {
+                deleteTree(tmp);
+            } catch (IOException e) {
+                System.err.println("writer: could not remove " + tmp + ": " + e);
+            }
+        }
         System.err.printf(
                 "writer: job running after %.1f s, %d checkpoints after %.1f s%n",
                 submitted, taken, (System.nanoTime() - started) / 1e9);
         System.exit(0);
     }
 
+    /** Removes a tree; Flink's shutdown may still be removing parts of it, so tolerate that. */
     private static void deleteTree(Path p) throws IOException {
-        try (Stream<Path> all = Files.walk(p)) {
-            for (Path q : (Iterable<Path>) all.sorted(java.util.Comparator.reverseOrder())::iterator) {
-                Files.delete(q);
+        for (int attempt = 0; ; attempt++) {
+            try (Stream<Path> all = Files.walk(p)) {
+                for (Path q : (Iterable<Path>) all.sorted(Comparator.reverseOrder())::iterator) {
+                    Files.deleteIfExists(q);
+                }
+                return;
+            } catch (NoSuchFileException gone) {
+                if (!Files.exists(p)) return;
+            } catch (IOException | UncheckedIOException busy) {
+                if (attempt >= 20) throw busy instanceof IOException
+                        ? (IOException) busy : ((UncheckedIOException) busy).getCause();
             }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /**
+     * An endless sequence. With `--watermarks`, event time (the wall clock) and Flink's periodic
+     * watermarks, so Watermark elements travel the keyed exchange between the records.
+     */
+    private static DataStream<Long> source(
+            StreamExecutionEnvironment env, String name, boolean watermarks) {
+        WatermarkStrategy<Long> strategy =
+                watermarks
+                        ? WatermarkStrategy.<Long>forMonotonousTimestamps()
+                                .withTimestampAssigner(new WallClock())
+                        : WatermarkStrategy.noWatermarks();
+        return env.fromSource(new NumberSequenceSource(0, Long.MAX_VALUE), strategy, name)
+                .uid(name);
+    }
+
+    static final class WallClock implements SerializableTimestampAssigner<Long> {
+        @Override
+        public long extractTimestamp(Long element, long recordTimestamp) {
+            return System.currentTimeMillis();
         }
     }
 
