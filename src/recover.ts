@@ -134,7 +134,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
   const actor = createActor(options.machine ?? taskMachine, {
     id: `task-${taskId}`,
     input: { services, autoFinish: options.autoFinish },
-    ...(options.inspect ? { inspect: (event: InspectionEvent) => options.inspect!(event) } : {}),
+    ...(options.inspect ? { inspect: guardInspect(options.inspect.bind(options)) } : {}),
   });
 
   const ended = new Promise<void>((resolve) => {
@@ -251,5 +251,27 @@ function buildReport(
     checkpoints: ctx.checkpoints,
     durationMs: Math.round(performance.now() - started),
     ...(ctx.fetch?.records !== undefined ? { records: ctx.fetch.records } : {}),
+  };
+}
+
+/**
+ * The caller's `inspect` callback, made harmless: XState calls it inside its own event loop,
+ * where a throw would crash the process. The first throw is reported once, as a process warning
+ * (code `ERR_SPILLWAY_INSPECT_CALLBACK`) naming the error; later ones are dropped, and the
+ * recovery goes on either way — an observer's bug is not the recovery's failure.
+ */
+function guardInspect(inspect: (event: InspectionEvent) => void): (event: InspectionEvent) => void {
+  let reported = false;
+  return (event) => {
+    try {
+      inspect(event);
+    } catch (error) {
+      if (reported) return;
+      reported = true;
+      process.emitWarning(
+        `spillway: the inspect callback threw (${toError(error).message}); later throws are ignored`,
+        { code: 'ERR_SPILLWAY_INSPECT_CALLBACK' },
+      );
+    }
   };
 }
