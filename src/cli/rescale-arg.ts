@@ -35,7 +35,8 @@ export function rescaleFromArgs(values: Parsed['values']): RescaleTarget | undef
   }
   const m = /^(\d+)\/(\d+)(?:\/(\d+))?$/.exec(raw);
   if (m === null) throw new UsageError(`--rescale must be I/P or I/P/M, got '${raw}'`);
-  const keyBytes = intOption(values, 'key-bytes', 8, { max: 65536 });
+  // 0 would put every record in one key group: never what a user means.
+  const keyBytes = intOption(values, 'key-bytes', 8, { min: 1, max: 65536 });
   try {
     return resolveRescaleTarget({
       subtask: Number(m[1]),
