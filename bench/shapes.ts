@@ -82,6 +82,8 @@ export async function measureShape(
     await rm(checkpoint);
     let exact = true;
     for (let c = 0; c < channels; c++) {
+      // A channel no entry went to is not named by the checkpoint: it has no file.
+      if (expected[c]!.bytes === 0) continue;
       if ((await shaOfFile(join(out, `gate-0-channel-${c}.bin`))) !== expected[c]!.sha) {
         exact = false;
       }
