@@ -45,7 +45,7 @@ export type {
   SpillLimits,
   TaskHooks,
 };
-import { AbortedError } from './services/errors.ts';
+import { AbortedError, toError } from './services/errors.ts';
 
 /** What tests and the demo's pool add to the public options. */
 export interface StartOptions extends PublicRecoverOptions {
@@ -108,7 +108,7 @@ export function startRecovery(options: StartOptions): StartedRecovery {
   const actor = createActor(options.machine ?? taskMachine, {
     id: `task-${taskId}`,
     input: { services, autoFinish: options.autoFinish },
-    ...(options.inspect ? { inspect: (event: InspectionEvent) => options.inspect!(event) } : {}),
+    ...(options.inspect ? { inspect: guardInspect(options.inspect.bind(options)) } : {}),
   });
 
   const ended = new Promise<void>((resolve) => {
@@ -214,5 +214,27 @@ function buildReport(
     checkpoints: ctx.checkpoints,
     durationMs: Math.round(performance.now() - started),
     ...(ctx.fetch?.records !== undefined ? { records: ctx.fetch.records } : {}),
+  };
+}
+
+/**
+ * The caller's `inspect` callback, made harmless: XState calls it inside its own event loop,
+ * where a throw would crash the process. The first throw is reported once, as a process warning
+ * (code `ERR_SPILLWAY_INSPECT_CALLBACK`) naming the error; later ones are dropped, and the
+ * recovery goes on either way — an observer's bug is not the recovery's failure.
+ */
+function guardInspect(inspect: (event: InspectionEvent) => void): (event: InspectionEvent) => void {
+  let reported = false;
+  return (event) => {
+    try {
+      inspect(event);
+    } catch (error) {
+      if (reported) return;
+      reported = true;
+      process.emitWarning(
+        `spillway: the inspect callback threw (${toError(error).message}); later throws are ignored`,
+        { code: 'ERR_SPILLWAY_INSPECT_CALLBACK' },
+      );
+    }
   };
 }

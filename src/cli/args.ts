@@ -23,12 +23,20 @@ export interface Parsed {
 /** Parses `argv` against `options`; `--help`/`-h` is always accepted. */
 export function parse(argv: string[], options: OptionSpec, maxPositionals = 0): Parsed {
   try {
-    const { values, positionals } = parseArgs({
+    const { values, positionals, tokens } = parseArgs({
       args: argv,
       options: { ...options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
+      tokens: true,
     });
+    // parseArgs keeps the last of a repeated option: `--out a --out b` would silently drop a.
+    const seen = new Set<string>();
+    for (const token of tokens) {
+      if (token.kind !== 'option' || options[token.name]?.type !== 'string') continue;
+      if (seen.has(token.name)) throw new UsageError(`--${token.name} given more than once`);
+      seen.add(token.name);
+    }
     if (positionals.length > maxPositionals) {
       throw new UsageError(`unexpected argument '${positionals[maxPositionals]}'`);
     }

@@ -3,6 +3,11 @@ import { makeCheckpoint, type MadeCheckpoint } from '../services/checkpoint/gene
 import { makeRecordCheckpoint } from '../services/checkpoint/record-generator.ts';
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, table, type Io } from './io.ts';
+import { trapSignals } from './signals.ts';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fsSeam } from '../services/fs.ts';
+import { releaseAtExit, removeAtExit } from '../services/exit-cleanup.ts';
 
 export const usage = `usage: spillway checkpoint make --out FILE [--gates G] [--channels C] [--mb N] [--seed S] [--json]
        spillway checkpoint make --out FILE --records N [--subtasks S] [--gates G] [--channels C] [--seed S] [--json]
@@ -55,19 +60,63 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (values.records !== undefined && values.mb !== undefined) {
     throw new UsageError('--mb and --records exclude each other');
   }
-  const making: Promise<MadeCheckpoint & { records?: number }> =
-    values.records === undefined
-      ? makeCheckpoint({ ...shape, mb: numberOption(values, 'mb', 8) })
-      : makeRecordCheckpoint({
-          ...shape,
-          records: intOption(values, 'records', 1000, { max: 2 ** 32 }),
-          subtasks: intOption(values, 'subtasks', 3, { min: 1, max: 32768 }),
-        });
-  const made = await making.catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'EEXIST') throw new UsageError(`${out}: already exists`);
-    if (e.code === 'ENOENT') throw new UsageError(`${out}: no such directory`);
-    throw e;
-  });
+  // Written under a temporary name beside FILE and linked into place only when complete: a
+  // signal or a failure leaves neither FILE nor the temporary file (docs/cli.md).
+  if (
+    await fsSeam.lstat(out).then(
+      () => true,
+      () => false,
+    )
+  ) {
+    throw new UsageError(`${out}: already exists`);
+  }
+  const tmp = join(dirname(out), `.spillway-make-${randomBytes(4).toString('hex')}.tmp`);
+  removeAtExit(tmp);
+  const signals = trapSignals((line) => io.err.write(line));
+  let made: MadeCheckpoint & { records?: number };
+  try {
+    const making: Promise<MadeCheckpoint & { records?: number }> =
+      values.records === undefined
+        ? makeCheckpoint({
+            ...shape,
+            out: tmp,
+            mb: numberOption(values, 'mb', 8),
+            signal: signals.signal,
+          })
+        : makeRecordCheckpoint({
+            ...shape,
+            out: tmp,
+            records: intOption(values, 'records', 1000, { max: 2 ** 32 }),
+            subtasks: intOption(values, 'subtasks', 3, { min: 1, max: 32768 }),
+            signal: signals.signal,
+          });
+    made = await making.catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') throw new UsageError(`${out}: no such directory`);
+      throw e;
+    });
+    try {
+      // A link, not a rename: it never replaces a FILE that appeared meanwhile.
+      await fsSeam.link(tmp, out).catch((e: NodeJS.ErrnoException) => {
+        throw e.code === 'EEXIST' ? new UsageError(`${out}: already exists`) : e;
+      });
+    } finally {
+      await fsSeam.unlink(tmp).catch(() => undefined);
+      releaseAtExit(tmp);
+    }
+    made = { ...made, path: out };
+  } catch (error) {
+    await fsSeam.unlink(tmp).catch(() => undefined);
+    releaseAtExit(tmp);
+    if (signals.exitCode !== undefined) {
+      io.err.write(
+        `spillway checkpoint: cancelled by ${String(signals.signal.reason)}; nothing written\n`,
+      );
+      return signals.exitCode;
+    }
+    throw error;
+  } finally {
+    signals.dispose();
+  }
   const summary = {
     path: made.path,
     entries: made.entries,

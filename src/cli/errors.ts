@@ -31,7 +31,31 @@ function isBadInput(error: unknown): boolean {
   }
   // An unusable spill root (missing, a symlink, world-writable) is the caller's configuration;
   // one the file system refused to write (ENOSPC, EROFS, EIO) is the environment failing.
-  return error instanceof SpillRootError && error.errno === undefined;
+  // A spill root that does not exist (or whose path cannot name one) is the same mistake.
+  return (
+    error instanceof SpillRootError &&
+    (error.errno === undefined ||
+      ['ENOENT', 'ENOTDIR', 'ENAMETOOLONG', 'ELOOP'].includes(error.errno))
+  );
+}
+
+/**
+ * `text` as one line: control characters (a newline in a path, an escape sequence) are written
+ * as escapes, so a message stays one line and cannot move a terminal's cursor. Every message
+ * the CLI prints about a path goes through here.
+ *
+ * @example
+ * ```ts
+ * oneLine('out\nx: is not a directory'); // 'out\\nx: is not a directory'
+ * ```
+ */
+export function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    if (c === '\n') return '\\n';
+    if (c === '\r') return '\\r';
+    if (c === '\t') return '\\t';
+    return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  });
 }
 
 /** A delete that failed: a file may be left behind. */
@@ -51,7 +75,7 @@ function isCleanupFailure(error: Error): boolean {
 export function reportError(io: Io, error: unknown, command: string): number {
   const e = error as Error | undefined;
   // A presigned URL's signature or an AWS secret never reaches a terminal or a log.
-  const message = redactText(e?.message ?? String(error));
+  const message = oneLine(redactText(e?.message ?? String(error)));
   let code: number;
   if (error instanceof UsageError) {
     io.err.write(`spillway ${command}: ${message} (see 'spillway ${command} --help')\n`);
@@ -69,12 +93,12 @@ export function reportError(io: Io, error: unknown, command: string): number {
     io.err.write(
       `  (${later.length} later error(s) suppressed` +
         (cleanup.length > 0
-          ? `, ${cleanup.length} of them cleanup failures: ${redactText(cleanup[0]!.message)}`
+          ? `, ${cleanup.length} of them cleanup failures: ${oneLine(redactText(cleanup[0]!.message))}`
           : '') +
         `; SPILLWAY_DEBUG=1 lists them)\n`,
     );
     if (process.env.SPILLWAY_DEBUG) {
-      for (const s of later) io.err.write(`  - ${redactText(s.message)}\n`);
+      for (const s of later) io.err.write(`  - ${oneLine(redactText(s.message))}\n`);
     }
   }
   if (process.env.SPILLWAY_DEBUG && e?.stack && code === 1)

@@ -8,17 +8,52 @@ export interface Io {
 export const stdio: Io = { out: process.stdout, err: process.stderr };
 
 /**
- * A closed stdout or stderr (`spillway recover … --json | head -c1`) must end the command
- * quietly, its result standing: an EPIPE there is no one's failure, and left unhandled it
- * would crash the process with a stack trace. Later writes to the closed stream are dropped.
+ * A closed, full or failing stdout or stderr (`--json | head -c1`, `> /dev/full`, a tty gone:
+ * EPIPE, ENOSPC, EIO) must end the command quietly, its result and exit code standing: the
+ * recovery is done and the spill root clean whatever became of its report. Such an error is no
+ * one's failure, and unhandled it would crash the process with a stack trace. Later writes to
+ * the broken stream are dropped.
  */
 export function quietOnClosedPipes(streams: readonly NodeJS.WritableStream[]): void {
   for (const stream of streams) {
-    stream.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
-      throw error;
+    stream.on('error', () => {
+      // Asynchronous write errors (pipes, ttys) land here; what was lost was only a report.
     });
   }
+}
+
+/**
+ * `stream` with a `write` that never throws: a file on a full device (`> /dev/full`) is written
+ * synchronously by Node and its ENOSPC thrown from `write` itself. After the first failure the
+ * stream counts as broken and later writes are dropped. Everything else is the stream's own.
+ *
+ * @example
+ * ```ts
+ * const io = { out: safeStream(process.stdout), err: safeStream(process.stderr) };
+ * io.out.write('never throws\n');
+ * ```
+ */
+export function safeStream<S extends NodeJS.WritableStream>(stream: S): S {
+  let broken = false;
+  stream.on('error', () => (broken = true));
+  const write = (...args: unknown[]): boolean => {
+    if (broken || (stream as { destroyed?: boolean }).destroyed === true) return true;
+    try {
+      return (stream.write as (...a: unknown[]) => boolean)(...args);
+    } catch {
+      broken = true;
+      return true;
+    }
+  };
+  return new Proxy(stream, {
+    get(target, prop) {
+      if (prop === 'write') return write;
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function'
+        ? (value as (...a: unknown[]) => unknown).bind(target)
+        : value;
+    },
+  });
 }
 
 export function printJson(io: Io, value: unknown): void {

@@ -3,7 +3,7 @@
  * `run(argv, io)`; this file only dispatches and turns errors into exit codes.
  */
 import { reportError } from './errors.ts';
-import { quietOnClosedPipes, stdio, type Io } from './io.ts';
+import { quietOnClosedPipes, safeStream, stdio, type Io } from './io.ts';
 import { UsageError } from './args.ts';
 import { VERSION } from '../version.ts';
 
@@ -44,8 +44,13 @@ Exit codes: 0 ok · 1 failed (first cause printed) · 2 bad input or usage · 12
 `;
 
 /** Runs one command line; resolves to the exit code. */
-export async function main(argv: string[], io: Io = stdio): Promise<number> {
-  if (io === stdio) quietOnClosedPipes([process.stdout, process.stderr]);
+export async function main(argv: string[], given: Io = stdio): Promise<number> {
+  let io = given;
+  if (io === stdio) {
+    quietOnClosedPipes([process.stdout, process.stderr]);
+    // A full or failing stdout/stderr drops the report, never the result (docs/cli.md).
+    io = { out: safeStream(process.stdout), err: safeStream(process.stderr) };
+  }
   const [first, ...rest] = argv;
   if (first === '--help' || first === '-h' || first === 'help') {
     io.out.write(usage);

@@ -55,7 +55,8 @@ export function rescaleFromArgs(
       ...(m[3] !== undefined ? { maxParallelism: Number(m[3]) } : {}),
     };
   }
-  const keyBytes = intOption(values, 'key-bytes', 8, { max: 65536 });
+  // 0 would put every record in one key group: never what a user means.
+  const keyBytes = intOption(values, 'key-bytes', 8, { min: 1, max: 65536 });
   try {
     return resolveRescaleTarget({
       subtask: Number(m[1]),

@@ -45,6 +45,16 @@ describe('G11 liveness', () => {
     expect(result.suppressed).toContain('ERR_SPILLWAY_CONSUMER_ABANDONED');
   });
 
+  it('G11 the abandonment names the channel whose call hung, never "gate--1-channel--1"', async () => {
+    for (const mode of ['hung-buffer', 'hung-finish']) {
+      const { result } = await runChild(mode);
+      const abandoned = (result.messages as string[]).find((m) => m.includes('abandoned'));
+      expect(result.hung).toMatch(/^gate-\d+-channel-\d+$/);
+      expect(abandoned).toContain(`input channel ${result.hung as string} `);
+      expect(abandoned).not.toContain('--1');
+    }
+  });
+
   it('G11 a consumer whose onFinished never returns is abandoned the same way', async () => {
     const { code, signal, result } = await runChild('hung-finish');
     expect({ code, signal }).toEqual({ code: 0, signal: null });

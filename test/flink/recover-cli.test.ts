@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { recoverChannelState } from '../../src/index.ts';
 import { lines, runRecover, type Finished } from '../e2e/harness.ts';
 import { listFlinkFixtures } from '../helpers/flink-expected.ts';
 import { listSpill } from '../helpers/spill-root.ts';

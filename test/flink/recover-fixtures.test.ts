@@ -7,7 +7,7 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { recoverChannelState } from '../../src/index.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import type { RecoveryProgress } from '../../src/services/progress.ts';
 import {

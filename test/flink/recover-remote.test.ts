@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recoverChannelState } from '../../src/recover.ts';
+import { recoverChannelState } from '../../src/index.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import {
   compareChannelFiles,

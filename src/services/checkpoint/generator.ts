@@ -2,7 +2,7 @@
  * A deterministic checkpoint generator for tests, the demo and the bench: the same options and
  * seed give the same bytes on every platform.
  */
-import { addSuppressed } from '../errors.ts';
+import { AbortedError, addSuppressed } from '../errors.ts';
 import { MAX_CHANNEL, MAX_ENTRY_LENGTH, MAX_GATE } from './format.ts';
 import { CheckpointWriter } from './writer.ts';
 
@@ -31,6 +31,8 @@ export interface MakeCheckpointOptions {
   maxEntryBytes?: number;
   /** About one entry in this many is zero-length; default 7, 0 = none (1 is rejected). */
   zeroLengthEvery?: number;
+  /** Stops the writing (the partial file is deleted); the promise rejects with `AbortedError`. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -171,6 +173,9 @@ export async function makeCheckpoint(options: MakeCheckpointOptions): Promise<Ma
         rng.fill(words, Math.ceil(length / 4));
         // Keeps the bytes identical on big-endian hosts.
         if (!LITTLE_ENDIAN_HOST) bytes.subarray(0, Math.ceil(length / 4) * 4).swap32();
+      }
+      if (options.signal?.aborted === true) {
+        throw new AbortedError('checkpoint make cancelled', { cause: options.signal.reason });
       }
       await writer.append(gate, channel, bytes.subarray(0, length));
       const key = gate * (MAX_CHANNEL + 1) + channel;

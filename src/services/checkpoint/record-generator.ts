@@ -4,7 +4,7 @@
  * entries at random points (inside length fields too) and the entries of all virtual channels
  * interleaved. Same options and seed, same bytes.
  */
-import { addSuppressed } from '../errors.ts';
+import { AbortedError, addSuppressed } from '../errors.ts';
 import { CHECKPOINT_VERSION_V2, MAX_CHANNEL, MAX_GATE, MAX_SUBTASK } from './format.ts';
 import { Xorshift128, type MadeCheckpoint } from './generator.ts';
 import { CheckpointWriter } from './writer.ts';
@@ -38,6 +38,8 @@ export interface MakeRecordCheckpointOptions {
   maxEntryBytes?: number;
   /** About one entry in this many is zero-length; default 8, 0 = none. */
   zeroLengthEvery?: number;
+  /** Stops the writing (the partial file is deleted); the promise rejects with `AbortedError`. */
+  signal?: AbortSignal;
 }
 
 /** What {@link makeRecordCheckpoint} wrote: the v1 summary plus the record count. */
@@ -158,6 +160,9 @@ export async function makeRecordCheckpoint(
         stream.pos += take;
         fill += take;
         want -= take;
+      }
+      if (options.signal?.aborted === true) {
+        throw new AbortedError('checkpoint make cancelled', { cause: options.signal.reason });
       }
       await writer.append(stream.gate, stream.channel, entry.subarray(0, fill), stream.subtask);
       entries++;

@@ -71,6 +71,8 @@ export class ChannelFileSink {
   /** Channels with work, oldest first (a Map keeps insertion order). */
   private readonly work = new Map<number, Work>();
   private stagedBytes = 0;
+  /** Bytes handed to running operations and not yet written: held in memory all the same. */
+  private writingBytes = 0;
   /** Channels waiting for an operation slot, in order; `head` is the next one. */
   private queue: number[] = [];
   private head = 0;
@@ -209,14 +211,16 @@ export class ChannelFileSink {
       const chunks = work.chunks;
       const finish = work.finish;
       this.stagedBytes -= work.bytes;
+      this.writingBytes += work.bytes;
+      const taken = work.bytes;
       work.chunks = [];
       work.bytes = 0;
       this.running++;
       void this.run(id, work.info, chunks, finish).then(
-        () => this.ended(id, work, finish),
+        () => this.ended(id, work, finish, taken),
         (error: unknown) => {
           this.failure ??= toError(error);
-          this.ended(id, work, finish);
+          this.ended(id, work, finish, taken);
         },
       );
     }
@@ -243,8 +247,9 @@ export class ChannelFileSink {
     }
   }
 
-  private ended(id: number, work: Work, finished: boolean): void {
+  private ended(id: number, work: Work, finished: boolean, written: number): void {
     this.running--;
+    this.writingBytes -= written;
     work.running = false;
     if (finished) this.work.delete(id);
     else if (work.bytes > 0 || work.finish) this.schedule(id);
@@ -278,10 +283,28 @@ export class ChannelFileSink {
     return fd;
   }
 
-  /** The drain waits while the run queue is long (bounded memory). */
+  /**
+   * The drain waits while the run queue is long or too many bytes are staged (G8: counted in
+   * bytes, not only operations — one channel never queues more than one operation, so an
+   * operation count alone let it stage without bound while its write ran).
+   */
   private backpressure(): Promise<void> | undefined {
-    if (this.queue.length - this.head < this.maxInFlight * 2) return undefined;
-    return this.nextProgress().then(() => this.check());
+    if (!this.mustWait()) return undefined;
+    return this.waitWhileFull();
+  }
+
+  private mustWait(): boolean {
+    return (
+      this.queue.length - this.head >= this.maxInFlight * 2 ||
+      (this.stagedBytes + this.writingBytes > this.maxStagedBytes && this.running > 0)
+    );
+  }
+
+  private async waitWhileFull(): Promise<void> {
+    do {
+      await this.nextProgress();
+      this.check();
+    } while (this.mustWait() && !this.closed);
   }
 
   private nextProgress(): Promise<void> {

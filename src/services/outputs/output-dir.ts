@@ -1,22 +1,40 @@
 /**
  * The output dir of `spillway recover` (G10): channel files are written into a private staging
- * dir inside it and moved into place only when the whole recovery succeeded, so a failed or
- * cancelled run leaves the dir exactly as it found it, nothing is ever written through a link
- * found there, and an existing channel file is replaced only when the caller said so — by a
- * rename, which replaces the entry and never follows it.
+ * dir inside it and published only when the whole recovery succeeded, nothing is ever written
+ * through a link found there, and an existing channel file is replaced only when the caller said
+ * so — by a rename, which replaces the entry and never follows it.
  *
- * A `kill -9` can leave a staging dir behind; it is named after its owner like an owner dir of
- * the spill root, so the next recovery into the same dir removes those of dead owners by the
- * same liveness rules as the sweep (G7).
+ * Publishing has one commit point (docs/guarantees.md, "Publishing"). Before the first move a
+ * journal (`publishing`, fsync'd) goes into the staging dir; each new file is then hard-linked
+ * into place from its staged copy (which stays until the commit, so its inode proves the file in
+ * DIR is ours), and with `--overwrite` the entry it replaces is first renamed to
+ * `.replaced-<name>` in the staging dir. The moves are implied by the names: `<name>` ↔
+ * `DIR/<name>`, `.replaced-<name>` ↔ `DIR/<name>`. Once every file is in place and DIR is
+ * fsync'd, `publishing` is renamed to `committed`: that rename is the commit point. An ending
+ * before it undoes the moves; after it the run is complete and only the staging dir (the
+ * replaced originals, the staged links) is left to remove.
+ *
+ * A `kill -9` can leave a staging dir behind. Each holds an `owner.json` like an owner dir of the
+ * spill root, and the next recovery into the same dir judges it by the sweep's own rules (boot
+ * id, pid namespace, start time; G7): a live one is never touched; a dead one is rolled back
+ * (its journal says `publishing`: the user's files come back) or completed (`committed`), then
+ * removed.
  */
 import { randomBytes } from 'node:crypto';
 import type { Stats } from '../fs.ts';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { channelKey, type ChannelInfo } from '../channel.ts';
-import { addSuppressed, errnoOf, OutputDirError, OutputExistsError } from '../errors.ts';
+import {
+  AbortedError,
+  addSuppressed,
+  errnoOf,
+  OutputDirError,
+  OutputExistsError,
+} from '../errors.ts';
 import { fsSeam } from '../fs.ts';
-import { bootPrefix, ownIdentity } from '../spill-root/identity.ts';
-import { judge } from '../spill-root/liveness.ts';
+import { bootPrefix, currentOwner, ownIdentity } from '../spill-root/identity.ts';
+import { judge, type Verdict } from '../spill-root/liveness.ts';
+import { readMarker } from '../spill-root/sweep.ts';
 import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 
 /** `.spillway-staging-<bootId8>-<pid>-<startTicks>-<rand8>`: whose staging dir it is. */
@@ -29,6 +47,11 @@ const PUBLISHED = 1;
 const MOVED_ASIDE = 2;
 /** Where a replaced file waits inside the staging dir until the publish is complete. */
 const REPLACED = '.replaced-';
+/** The journal before the commit point: moves may be in DIR, to be undone after a crash. */
+const PUBLISHING = 'publishing';
+/** The journal after it: every new file is in place, the run is complete. */
+const COMMITTED = 'committed';
+const MARKER = 'owner.json';
 
 /** How an output dir treats what it finds. */
 export interface OutputDirOptions {
@@ -36,6 +59,14 @@ export interface OutputDirOptions {
   overwrite?: boolean;
   /** Decisions about leftovers of earlier runs, one line each. */
   log?: (line: string) => void;
+  /** What the user must hear: an interrupted publish restored or completed, one line each. */
+  notice?: (line: string) => void;
+}
+
+/** What {@link OutputDir.publish} may be told while it runs. */
+export interface PublishOptions {
+  /** Aborted before the commit point: every move is undone and the publish rejects. */
+  signal?: AbortSignal;
 }
 
 const myUid = typeof process.getuid === 'function' ? process.getuid() : undefined;
@@ -50,7 +81,7 @@ const myUid = typeof process.getuid === 'function' ? process.getuid() : undefine
  * try {
  *   await recoverChannelState({ checkpoint, channels: (i) => sink.consumer(i) }).done;
  *   await sink.finish();
- *   await out.publish(sink.channels);
+ *   await out.publish(sink.channels, { signal });
  * } catch (error) {
  *   await sink.discard();
  *   await out.discard();
@@ -60,6 +91,8 @@ const myUid = typeof process.getuid === 'function' ? process.getuid() : undefine
  */
 export class OutputDir {
   private ended = false;
+  /** Set at the commit point: from then on the run is complete. */
+  committed = false;
 
   private constructor(
     /** The output dir as given. */
@@ -71,29 +104,46 @@ export class OutputDir {
     private readonly overwrite: boolean,
     /** Channel files found there at the start (refused unless overwriting). */
     readonly existing: readonly string[],
+    private readonly log: (line: string) => void,
+    /** The missing parents of the output dir this recovery created, deepest first. */
+    private readonly parents: readonly string[],
   ) {}
 
   /**
-   * Opens `dir` for one recovery: creates it if missing, removes the staging dirs of dead
-   * owners, refuses existing channel files unless `overwrite`, and creates this recovery's own
-   * staging dir (0700, exclusively).
+   * Opens `dir` for one recovery: creates it if missing, rolls back or completes the publishes
+   * of dead runs and removes their staging dirs, refuses existing channel files unless
+   * `overwrite` (and refuses always an entry under a channel file's name that is not a regular
+   * file or a symlink), and creates this recovery's own staging dir (0700, exclusively) with
+   * its owner marker.
    *
    * @throws {@link OutputDirError} when `dir` is not a usable directory (a file, a dangling link,
-   *   a symlink loop), {@link OutputExistsError} when it holds a channel file and `overwrite` is
-   *   off; errors of the file system itself (EROFS, ENOSPC, EACCES) as they are.
+   *   a symlink loop) or holds a directory or special file under a channel file's name,
+   *   {@link OutputExistsError} when it holds a channel file and `overwrite` is off; errors of
+   *   the file system itself (EROFS, ENOSPC, EACCES) as they are.
    */
   static async open(dir: string, options: OutputDirOptions = {}): Promise<OutputDir> {
-    const createdDir = await ensureDir(dir);
+    const parents: string[] = [];
+    const createdDir = await ensureDir(dir, parents);
     const log = options.log ?? (() => undefined);
+    const notice = options.notice ?? log;
     try {
+      for (const name of await fsSeam.readdir(dir)) {
+        const match = STAGING_RE.exec(name);
+        if (match !== null) await settleIfDead(dir, name, match, log, notice);
+      }
       const names = await fsSeam.readdir(dir);
       const existing = names.filter((n) => CHANNEL_FILE_RE.test(n)).sort();
+      for (const name of existing) {
+        const st = await fsSeam.lstat(join(dir, name)).catch(() => undefined);
+        if (st !== undefined && !st.isFile() && !st.isSymbolicLink()) {
+          throw new OutputDirError(
+            dir,
+            `${name} is ${kindOf(st)}, not a channel file; refused (nothing there is replaced but regular files and links)`,
+          );
+        }
+      }
       if (existing.length > 0 && options.overwrite !== true) {
         throw new OutputExistsError(dir, existing[0]!);
-      }
-      for (const name of names) {
-        const match = STAGING_RE.exec(name);
-        if (match !== null) await removeIfDead(dir, name, match, log);
       }
       const self = ownIdentity();
       const stagingDir = join(
@@ -102,24 +152,31 @@ export class OutputDir {
       );
       removeAtExit(stagingDir);
       if (createdDir) removeAtExit(dir, { ifEmpty: true });
+      for (const parent of parents) removeAtExit(parent, { ifEmpty: true });
       await fsSeam.mkdir(stagingDir, { mode: 0o700 });
-      return new OutputDir(dir, stagingDir, createdDir, options.overwrite === true, existing);
+      await fsSeam.writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()));
+      const overwrite = options.overwrite === true;
+      return new OutputDir(dir, stagingDir, createdDir, overwrite, existing, log, parents);
     } catch (error) {
-      if (createdDir) await removeIfEmpty(dir).catch((e) => addSuppressed(error as Error, e));
+      if (createdDir) {
+        await removeCreated(dir, parents).catch((e) => addSuppressed(error as Error, e));
+      }
       throw error;
     }
   }
 
   /**
-   * Moves the staged files of `channels` into place and removes the staging dir. Without
-   * `overwrite` each goes in by a hard link that fails if the name was taken meanwhile (then
-   * every file published so far is taken back and {@link OutputExistsError} is thrown); with
-   * it, an existing entry is first moved aside into the staging dir and the new file renamed
-   * over its name, and a failure midway moves everything back. Either way the dir ends up with
-   * all the new files or none of them.
+   * Publishes the staged files of `channels` in one step: either every one is in place and the
+   * run is committed, or — on a failure, or `signal` aborted before the commit point — every
+   * move is undone and DIR is exactly as found (the replaced originals back under their names).
+   * Without `overwrite`, a name taken meanwhile is an {@link OutputExistsError}.
    */
-  async publish(channels: readonly (ChannelInfo | string)[]): Promise<void> {
+  async publish(
+    channels: readonly (ChannelInfo | string)[],
+    options: PublishOptions = {},
+  ): Promise<void> {
     this.end();
+    const { signal } = options;
     // What to take back on a failure, one byte per channel (not a closure per file: there may
     // be hundreds of thousands): bit 1 published, bit 2 an existing entry moved aside.
     const done = new Uint8Array(channels.length);
@@ -134,43 +191,71 @@ export class OutputDir {
         aside: join(this.stagingDir, REPLACED + name),
       };
     };
-    const publishOne = async (k: number): Promise<void> => {
-      const { name, staged, target, aside } = names(k);
-      if (this.overwrite) {
-        if (await exists(target)) {
-          await fsSeam.rename(target, aside);
-          done[k]! |= MOVED_ASIDE;
-        }
-        await fsSeam.rename(staged, target);
-        done[k]! |= PUBLISHED;
-      } else {
-        await fsSeam.link(staged, target).catch((error: unknown) => {
-          throw errnoOf(error) === 'EEXIST' ? new OutputExistsError(this.dir, name) : error;
-        });
-        done[k]! |= PUBLISHED;
-        // Unlinked here, not by the staging dir's removal: that would walk the dir again.
-        await fsSeam.unlink(staged);
+    const checkpoint = () => {
+      if (signal?.aborted === true) {
+        throw new AbortedError(`publishing into ${this.dir} cancelled`, { cause: signal.reason });
       }
     };
+    const publishOne = async (k: number): Promise<void> => {
+      const { name, staged, target, aside } = names(k);
+      checkpoint();
+      if (this.overwrite) {
+        const st = await fsSeam.lstat(target).catch((error: unknown) => {
+          if (errnoOf(error) === 'ENOENT') return undefined;
+          throw error;
+        });
+        if (st !== undefined) {
+          if (!st.isFile() && !st.isSymbolicLink()) {
+            throw new OutputDirError(
+              this.dir,
+              `${name} is ${kindOf(st)}, not a channel file; refused`,
+            );
+          }
+          await fsSeam.rename(target, aside);
+          done[k]! |= MOVED_ASIDE;
+          checkpoint();
+        }
+      }
+      // A link, never a rename: it fails instead of replacing a name taken meanwhile, and the
+      // staged name stays, so its inode tells our file from anyone else's until the commit.
+      await fsSeam.link(staged, target).catch((error: unknown) => {
+        throw errnoOf(error) === 'EEXIST' ? new OutputExistsError(this.dir, name) : error;
+      });
+      done[k]! |= PUBLISHED;
+    };
+    // Written and synced before the first move: from here a crash is rolled back by the next
+    // run, so the exit hook must not remove the staging dir (it would take the originals).
+    await writeSynced(join(this.stagingDir, PUBLISHING), journalText(this.overwrite));
+    releaseAtExit(this.stagingDir);
     try {
       await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, publishOne);
+      checkpoint();
+      await syncDir(this.dir);
+      // The commit point.
+      await fsSeam.rename(join(this.stagingDir, PUBLISHING), join(this.stagingDir, COMMITTED));
+      this.committed = true;
     } catch (error) {
-      for (let k = channels.length - 1; k >= 0; k--) {
-        if (done[k] === 0) continue;
-        const { staged, target, aside } = names(k);
-        const undo = async () => {
-          if ((done[k]! & PUBLISHED) !== 0) {
-            if (this.overwrite) await fsSeam.rename(target, staged);
-            else await fsSeam.unlink(target);
-          }
+      await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, async (k) => {
+        if (done[k] === 0) return;
+        const { target, aside } = names(k);
+        try {
+          if ((done[k]! & PUBLISHED) !== 0) await fsSeam.unlink(target);
           if ((done[k]! & MOVED_ASIDE) !== 0) await fsSeam.rename(aside, target);
-        };
-        await undo().catch((e) => addSuppressed(error as Error, e));
-      }
+        } catch (e) {
+          addSuppressed(error as Error, e);
+        }
+      });
       await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
       throw error;
     }
-    await this.removeStaging();
+    // Past the commit point nothing fails the run: what cannot be removed now is the next
+    // run's to complete (its journal says committed).
+    await syncDir(this.stagingDir).catch(() => undefined);
+    await this.removeStaging().catch((e: unknown) =>
+      this.log(
+        `spillway recover: could not remove ${this.stagingDir} (${String(errnoOf(e) ?? e)}); the next run into ${this.dir} completes it`,
+      ),
+    );
   }
 
   /**
@@ -192,12 +277,56 @@ export class OutputDir {
     await fsSeam.rm(this.stagingDir);
     releaseAtExit(this.stagingDir);
     releaseAtExit(this.dir);
-    if (this.createdDir) await removeIfEmpty(this.dir);
+    for (const parent of this.parents) releaseAtExit(parent);
+    if (this.createdDir) await removeCreated(this.dir, this.parents);
   }
 }
 
-/** Creates `dir` if it is missing (true: this call made it); checks that it is a directory. */
-async function ensureDir(dir: string): Promise<boolean> {
+function journalText(overwrite: boolean): string {
+  return (
+    JSON.stringify({
+      overwrite,
+      moves: ['<name> -> DIR/<name> (hard link)', '.replaced-<name> <- DIR/<name> (rename)'],
+      undo: 'unlink DIR/<name> if it is <name> (same inode); rename .replaced-<name> back',
+    }) + '\n'
+  );
+}
+
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+/** Writes `path` exclusively and fsyncs it and its dir: the journal survives a crash. */
+async function writeSynced(path: string, text: string): Promise<void> {
+  const file = await fsSeam.open(path, 'wx', 0o600);
+  try {
+    await file.write(Buffer.from(text));
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await syncDir(join(path, '..'));
+}
+
+/** fsync of a directory: its entries (renames, links) survive a crash. */
+async function syncDir(dir: string): Promise<void> {
+  const handle = await fsSeam.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Creates `dir` if it is missing (true: this call made it; the missing parents it made too are
+ * pushed to `parents`, deepest first); checks that it is a directory.
+ */
+async function ensureDir(dir: string, parents: string[]): Promise<boolean> {
   let st: Stats;
   try {
     // stat, not lstat: the output dir is the caller's own path, a link to a dir is theirs to use.
@@ -205,6 +334,9 @@ async function ensureDir(dir: string): Promise<boolean> {
   } catch (error) {
     const errno = errnoOf(error);
     if (errno === 'ELOOP') throw new OutputDirError(dir, 'is a symlink loop', { cause: error });
+    if (errno === 'ENAMETOOLONG') {
+      throw new OutputDirError(dir, 'name too long for the file system', { cause: error });
+    }
     if (errno === 'ENOTDIR') {
       throw new OutputDirError(dir, 'a part of the path is not a directory', { cause: error });
     }
@@ -218,6 +350,15 @@ async function ensureDir(dir: string): Promise<boolean> {
     // recursive first: a recursive mkdir on a read-only file system reports ENOENT, not EROFS.
     await fsSeam.mkdir(dir, { mode: 0o777 }).catch(async (e: unknown) => {
       if (errnoOf(e) !== 'ENOENT') throw e;
+      // The parents this run makes are its own: a failed run removes them again (if empty).
+      for (let p = dirname(dir); p !== dirname(p); p = dirname(p)) {
+        const missing = await fsSeam.lstat(p).then(
+          () => false,
+          (error: unknown) => errnoOf(error) === 'ENOENT',
+        );
+        if (!missing) break;
+        parents.push(p);
+      }
       await fsSeam.mkdir(dir, { recursive: true, mode: 0o777 });
     });
     return true;
@@ -226,12 +367,18 @@ async function ensureDir(dir: string): Promise<boolean> {
   return false;
 }
 
-/** Removes a staging dir left by a dead owner; keeps live, foreign and undecidable ones. */
-async function removeIfDead(
+/**
+ * Judges a staging dir of another run by the sweep's rules, from its `owner.json` (boot id, pid
+ * namespace, start time), never from its name alone: only another boot is proof enough without
+ * a marker. A dead one is rolled back (journal `publishing`) or completed (`committed`), then
+ * removed; live, foreign and undecidable ones are kept.
+ */
+async function settleIfDead(
   dir: string,
   name: string,
   match: RegExpExecArray,
   log: (line: string) => void,
+  notice: (line: string) => void,
 ): Promise<void> {
   const path = join(dir, name);
   const st = await fsSeam.lstat(path).catch(() => undefined);
@@ -240,31 +387,87 @@ async function removeIfDead(
     log(`spillway recover: left ${path} alone: not a staging dir of ours`);
     return;
   }
-  const verdict = judge(
-    { bootId: match[1]!, pid: Number(match[2]), startTicks: Number(match[3]) },
-    true,
-  );
+  const marker = await readMarker(path);
+  let verdict: Verdict;
+  if (typeof marker !== 'string') verdict = judge(marker, false);
+  else {
+    const byName = judge(
+      { bootId: match[1]!, pid: Number(match[2]), startTicks: Number(match[3]) },
+      true,
+    );
+    verdict =
+      !byName.alive && byName.reason.startsWith('boot id')
+        ? byName
+        : { alive: true, reason: `${marker}; only another boot proves it dead` };
+  }
   if (verdict.alive) {
     log(`spillway recover: kept ${path}: ${verdict.reason}`);
     return;
+  }
+  const entries = await fsSeam.readdir(path);
+  if (entries.includes(COMMITTED)) {
+    notice(
+      `spillway recover: completed the publish of a run that ended past its commit point (${verdict.reason})`,
+    );
+  } else if (entries.includes(PUBLISHING)) {
+    const kept = await rollBack(dir, path, entries);
+    if (kept > 0) {
+      notice(
+        `spillway recover: ${path}: ${kept} replaced file(s) could not go back (their names are taken); kept there`,
+      );
+      return;
+    }
+    notice(
+      `spillway recover: restored ${dir} as it was before an interrupted publish (${verdict.reason})`,
+    );
   }
   await fsSeam.rm(path);
   log(`spillway recover: removed ${path}, left by a dead recovery: ${verdict.reason}`);
 }
 
-async function exists(path: string): Promise<boolean> {
-  return fsSeam.lstat(path).then(
-    () => true,
-    (error: unknown) => {
-      if (errnoOf(error) === 'ENOENT') return false;
-      throw error;
-    },
-  );
+/**
+ * Undoes the moves of a publish that never reached its commit point; returns how many replaced
+ * files could not go back (then the staging dir is kept: it holds them).
+ */
+async function rollBack(dir: string, staging: string, entries: string[]): Promise<number> {
+  const staged = entries.filter((n) => CHANNEL_FILE_RE.test(n));
+  await forEachLimited(staged.length, PUBLISH_IN_FLIGHT, async (k) => {
+    const name = staged[k]!;
+    const [ours, there] = await Promise.all([
+      fsSeam.lstat(join(staging, name)),
+      fsSeam.lstat(join(dir, name)).catch(() => undefined),
+    ]);
+    // Only the very file this run linked there (same inode), never anyone else's.
+    if (there !== undefined && there.ino === ours.ino && there.dev === ours.dev) {
+      await fsSeam.unlink(join(dir, name));
+    }
+  });
+  const asides = entries.filter((n) => n.startsWith(REPLACED));
+  let kept = 0;
+  await forEachLimited(asides.length, PUBLISH_IN_FLIGHT, async (k) => {
+    const name = asides[k]!.slice(REPLACED.length);
+    const taken = await fsSeam.lstat(join(dir, name)).then(
+      () => true,
+      () => false,
+    );
+    if (taken) kept++;
+    else await fsSeam.rename(join(staging, asides[k]!), join(dir, name));
+  });
+  await syncDir(dir);
+  return kept;
+}
+
+/** Removes the output dir this run made and then the parents it made, each only if empty. */
+async function removeCreated(dir: string, parents: readonly string[]): Promise<void> {
+  if (!(await removeIfEmpty(dir))) return;
+  for (const parent of parents) if (!(await removeIfEmpty(parent))) return;
 }
 
 /** Removes `dir` only if nothing is in it: never a tree someone else wrote into meanwhile. */
-async function removeIfEmpty(dir: string): Promise<void> {
-  if ((await fsSeam.readdir(dir)).length === 0) await fsSeam.rm(dir);
+async function removeIfEmpty(dir: string): Promise<boolean> {
+  if ((await fsSeam.readdir(dir)).length !== 0) return false;
+  await fsSeam.rm(dir);
+  return true;
 }
 
 /**

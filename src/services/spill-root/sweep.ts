@@ -51,7 +51,7 @@ export function rand8(): string {
 }
 
 /** Reads and validates an owner dir's marker, never following a symlink. */
-async function readMarker(ownerPath: string): Promise<OwnerMarker | string> {
+export async function readMarker(ownerPath: string): Promise<OwnerMarker | string> {
   const file = join(ownerPath, 'owner.json');
   let st: Stats;
   try {

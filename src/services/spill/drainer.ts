@@ -53,6 +53,8 @@ export class Drainer {
   private readonly abort = new AbortController();
   /** How a consumer call the drain is waiting on is abandoned (G11), while there is one. */
   private abandonPending: ((error: Error) => void) | undefined;
+  /** The call {@link abandonPending} waits on: which channel, which method. */
+  private abandonWhat: { info: { gate: number; channel: number }; what: string } | undefined;
   private abandonTimer: NodeJS.Timeout | undefined;
 
   /**
@@ -186,6 +188,7 @@ export class Drainer {
       };
       const abandon = (error: Error) => settle(() => reject(error));
       this.abandonPending = abandon;
+      this.abandonWhat = { info, what };
       pending.then(
         (value) => settle(() => resolve(value)),
         (error: unknown) => settle(() => reject(error)),
@@ -248,9 +251,10 @@ export class Drainer {
    */
   stop(): void {
     this.abort.abort();
-    // Labelled with the channel being waited on, if the wait knows it; "a channel" otherwise.
-    if (this.abandonPending !== undefined)
-      this.armAbandon({ gate: -1, channel: -1 }, 'a consumer call');
+    // Labelled with the call being waited on: the channel the user must look at.
+    if (this.abandonPending !== undefined && this.abandonWhat !== undefined) {
+      this.armAbandon(this.abandonWhat.info, this.abandonWhat.what);
+    }
   }
 
   /** Stops the drain and closes the main reader (releasing its grant). Idempotent. */
