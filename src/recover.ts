@@ -32,6 +32,7 @@ import {
   type RecoveryProgress,
 } from './services/progress.ts';
 import { validateRecoverOptions } from './recovery-options.ts';
+import { handled } from './services/handled.ts';
 import { rescaleLimits } from './services/rescale/rescale-options.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
@@ -141,38 +142,41 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     actor.subscribe({ complete: () => resolve(), error: () => resolve() });
   });
 
-  const done = ended.then(async () => {
-    await closeResources();
-    // An ending before the spill root was open (an aborted signal, say) must not leave its
-    // owner dir still being made after done: nothing of the task runs once done settles.
-    await spillRoot.catch(() => undefined);
-    const snapshot = actor.getSnapshot();
-    const ctx = snapshot.context;
-    for (const stream of streams) stream.release(ctx.cause);
-    streams.clear();
-    let primary: Error | undefined;
-    if (snapshot.status === 'error') primary = toError(snapshot.error);
-    else if (snapshot.status === 'stopped') {
-      primary = ctx.cause ?? new CancelledError('task actor stopped');
-    } else if (snapshot.value !== 'finished') primary = ctx.cause;
-    // Row C1: a failed close or delete is never lost. It is the failure of a task that
-    // otherwise finished (even when the registry's retry removed the files after all: the
-    // spill disk is failing, and the caller must hear of it), and suppressed under a real cause.
-    const cleanupErrors = [...ctx.cleanupErrors];
-    if (cleanupError !== undefined) cleanupErrors.push(cleanupError);
-    if (primary === undefined) {
-      const [first, ...later] = cleanupErrors;
-      if (first === undefined) return buildReport(taskId, ctx, started);
-      for (const e of later) addSuppressed(first, e);
-      throw first;
-    }
-    for (const e of services.lateErrors) addSuppressed(primary, e);
-    for (const e of cleanupErrors) {
-      addSuppressed(primary, e);
-      for (const s of suppressedOf(e)) addSuppressed(primary, s);
-    }
-    throw primary;
-  });
+  // Marked handled: a caller may await done only later (G: no crash on a documented pattern).
+  const done = handled(
+    ended.then(async () => {
+      await closeResources();
+      // An ending before the spill root was open (an aborted signal, say) must not leave its
+      // owner dir still being made after done: nothing of the task runs once done settles.
+      await spillRoot.catch(() => undefined);
+      const snapshot = actor.getSnapshot();
+      const ctx = snapshot.context;
+      for (const stream of streams) stream.release(ctx.cause);
+      streams.clear();
+      let primary: Error | undefined;
+      if (snapshot.status === 'error') primary = toError(snapshot.error);
+      else if (snapshot.status === 'stopped') {
+        primary = ctx.cause ?? new CancelledError('task actor stopped');
+      } else if (snapshot.value !== 'finished') primary = ctx.cause;
+      // Row C1: a failed close or delete is never lost. It is the failure of a task that
+      // otherwise finished (even when the registry's retry removed the files after all: the
+      // spill disk is failing, and the caller must hear of it), and suppressed under a real cause.
+      const cleanupErrors = [...ctx.cleanupErrors];
+      if (cleanupError !== undefined) cleanupErrors.push(cleanupError);
+      if (primary === undefined) {
+        const [first, ...later] = cleanupErrors;
+        if (first === undefined) return buildReport(taskId, ctx, started);
+        for (const e of later) addSuppressed(first, e);
+        throw first;
+      }
+      for (const e of services.lateErrors) addSuppressed(primary, e);
+      for (const e of cleanupErrors) {
+        addSuppressed(primary, e);
+        for (const s of suppressedOf(e)) addSuppressed(primary, s);
+      }
+      throw primary;
+    }),
+  );
 
   const cancel = (reason?: unknown) => {
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'CANCEL', reason });
@@ -213,19 +217,23 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     progress: readProgress,
     ownership: () => describeOwnership(actor.getSnapshot().context, progress),
     checkpoint(id, checkpointOptions) {
-      return new Promise<CheckpointResult>((resolve, reject) => {
-        if (actor.getSnapshot().status !== 'active') {
-          reject(new AbortedError(`checkpoint ${id}: task ${taskId} has ended`));
-          return;
-        }
-        const out =
-          checkpointOptions?.out ?? join(tmpdir(), `spillway-checkpoint-${taskId}-${id}.spwc`);
-        actor.send({ type: 'CHECKPOINT', checkpointId: id, out, reply: { resolve, reject } });
-        // An event a final state drops is never answered: answer it here.
-        if (actor.getSnapshot().status !== 'active') {
-          reject(new AbortedError(`checkpoint ${id}: task ${taskId} ended`));
-        }
-      });
+      // Marked handled: the README keeps this promise and awaits it after done, by which time
+      // it may have rejected (the task was cancelled while the remainder was written).
+      return handled(
+        new Promise<CheckpointResult>((resolve, reject) => {
+          if (actor.getSnapshot().status !== 'active') {
+            reject(new AbortedError(`checkpoint ${id}: task ${taskId} has ended`));
+            return;
+          }
+          const out =
+            checkpointOptions?.out ?? join(tmpdir(), `spillway-checkpoint-${taskId}-${id}.spwc`);
+          actor.send({ type: 'CHECKPOINT', checkpointId: id, out, reply: { resolve, reject } });
+          // An event a final state drops is never answered: answer it here.
+          if (actor.getSnapshot().status !== 'active') {
+            reject(new AbortedError(`checkpoint ${id}: task ${taskId} ended`));
+          }
+        }),
+      );
     },
     async [Symbol.asyncDispose]() {
       cancel('disposed');
