@@ -43,6 +43,7 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
 }
 
 export type {
+  CheckpointOptions,
   OwnedResource,
   OwnershipReport,
   RecoverOptions,
@@ -116,6 +117,7 @@ export {
   SpillRootError,
   OutputDirError,
   OutputExistsError,
+  CheckpointOutError,
   ConsumerAbandonedError,
   CheckpointChangedError,
   RemoteLocationError,

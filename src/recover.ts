@@ -4,8 +4,6 @@
  * the actor's ending into one promise that settles only after every resource is closed.
  */
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
@@ -33,6 +31,7 @@ import {
 } from './services/progress.ts';
 import { validateRecoverOptions } from './recovery-options.ts';
 import { handled } from './services/handled.ts';
+import { fsSeam } from './services/fs.ts';
 import { rescaleLimits } from './services/rescale/rescale-options.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
@@ -96,17 +95,31 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
   // (registered later) first, then the executor drains, then the mailbox closes last.
   registry.register({ close: () => void mailbox.close() });
   registry.register({ close: () => executor.shutdown() });
+  // Remainders written without an `out` (beside the task dir) go when the task's resources
+  // close, unless their caller moved them away first (a missing file is fine).
+  const defaultRemainders = new Set<string>();
+  const removeDefaultRemainders = async (): Promise<void> => {
+    for (const file of defaultRemainders) {
+      await fsSeam.rm(file).catch((error: unknown) => {
+        if (cleanupError === undefined) cleanupError = toError(error);
+        else addSuppressed(cleanupError, error);
+      });
+    }
+  };
 
   let closing: Promise<void> | undefined;
   let cleanupError: Error | undefined;
   const closeResources = (): Promise<void> => {
-    closing ??= registry.close().then(
-      () => registry.settled(),
-      async (error: unknown) => {
-        cleanupError = toError(error);
-        await registry.settled();
-      },
-    );
+    closing ??= registry
+      .close()
+      .then(
+        () => registry.settled(),
+        async (error: unknown) => {
+          cleanupError = toError(error);
+          await registry.settled();
+        },
+      )
+      .then(removeDefaultRemainders);
     return closing;
   };
 
@@ -225,9 +238,30 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
             reject(new AbortedError(`checkpoint ${id}: task ${taskId} has ended`));
             return;
           }
-          const out =
-            checkpointOptions?.out ?? join(tmpdir(), `spillway-checkpoint-${taskId}-${id}.spwc`);
-          actor.send({ type: 'CHECKPOINT', checkpointId: id, out, reply: { resolve, reject } });
+          const signal = checkpointOptions?.signal;
+          if (signal?.aborted) {
+            reject(
+              new CancelledError(`checkpoint ${id}: cancelled by its signal`, {
+                cause: signal.reason,
+              }),
+            );
+            return;
+          }
+          actor.send({
+            type: 'CHECKPOINT',
+            checkpointId: id,
+            out: checkpointOptions?.out,
+            signal,
+            reply: {
+              resolve: (result) => {
+                if (checkpointOptions?.out === undefined && result.file !== undefined) {
+                  defaultRemainders.add(result.file);
+                }
+                resolve(result);
+              },
+              reject,
+            },
+          });
           // An event a final state drops is never answered: answer it here.
           if (actor.getSnapshot().status !== 'active') {
             reject(new AbortedError(`checkpoint ${id}: task ${taskId} ended`));

@@ -40,6 +40,7 @@ export type SpillwayErrorCode =
   | 'ERR_SPILLWAY_SPILL_ROOT'
   | 'ERR_SPILLWAY_OUTPUT_DIR'
   | 'ERR_SPILLWAY_OUTPUT_EXISTS'
+  | 'ERR_SPILLWAY_CHECKPOINT_OUT'
   | 'ERR_SPILLWAY_CONSUMER_ABANDONED'
   | 'ERR_SPILLWAY_USAGE'
   | 'ERR_SPILLWAY_INSPECTOR'
@@ -376,6 +377,30 @@ export class OutputExistsError extends SpillwayError {
     readonly file: string,
   ) {
     super(`${dir}: ${file} already exists (pass --overwrite to replace it)`);
+  }
+}
+
+/**
+ * `checkpoint(id, { out })` cannot write to `out`: it already exists (`errno` `EEXIST`; never
+ * replaced), its directory is missing (`ENOENT`) or not a directory (`ENOTDIR`). Raised before
+ * anything is written, and before the barriers go in.
+ *
+ * @example
+ * ```ts
+ * const error = new CheckpointOutError('cp-7.spwc', 'EEXIST', 'already exists');
+ * error.message; // 'cp-7.spwc: already exists'
+ * ```
+ */
+export class CheckpointOutError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CHECKPOINT_OUT';
+
+  constructor(
+    readonly out: string,
+    readonly errno: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${out}: ${reason}`, options);
   }
 }
 

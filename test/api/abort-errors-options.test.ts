@@ -120,6 +120,7 @@ describe('every error has a stable code', () => {
         case 'ERR_SPILLWAY_CLEANUP':
         case 'ERR_SPILLWAY_SPILL_ROOT':
         case 'ERR_SPILLWAY_OUTPUT_DIR':
+        case 'ERR_SPILLWAY_CHECKPOINT_OUT':
         case 'ERR_SPILLWAY_CONSUMER_ABANDONED':
         case 'ERR_SPILLWAY_INSPECTOR':
         case 'ERR_SPILLWAY_INJECTED_FAULT':
