@@ -21,6 +21,7 @@
  */
 import { recoverChannelState as startRecovery } from './recover.ts';
 import type { RecoverOptions, Recovery } from './recovery-types.ts';
+import { validateRecoverOptions } from './recovery-options.ts';
 
 /**
  * Recovers the channel state in `options.checkpoint` into `options.channels`, as an XState task
@@ -39,6 +40,8 @@ import type { RecoverOptions, Recovery } from './recovery-types.ts';
  * ```
  */
 export function recoverChannelState(options: RecoverOptions): Recovery {
+  // The public keys only: `hooks` and `machine` are the tests' and the demo's.
+  validateRecoverOptions(options);
   return startRecovery(options);
 }
 
@@ -118,6 +121,11 @@ export {
   OutputDirError,
   OutputExistsError,
   CheckpointOutError,
+  ConsumerError,
+  IoError,
+  InternalError,
+  isSpillwayError,
+  type AnySpillwayError,
   ConsumerAbandonedError,
   CheckpointChangedError,
   RemoteLocationError,

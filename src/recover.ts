@@ -29,7 +29,7 @@ import {
   type ProgressStage,
   type RecoveryProgress,
 } from './services/progress.ts';
-import { validateRecoverOptions } from './recovery-options.ts';
+import { validateCheckpointOptions, validateRecoverOptions } from './recovery-options.ts';
 import { handled } from './services/handled.ts';
 import { fsSeam } from './services/fs.ts';
 import { rescaleLimits } from './services/rescale/rescale-options.ts';
@@ -49,6 +49,7 @@ import {
   AbortedError,
   CancelledError,
   addSuppressed,
+  ours,
   suppressedOf,
   toError,
 } from './services/errors.ts';
@@ -76,17 +77,20 @@ export interface StartedRecovery extends PublicRecovery {
  * types), with the internal options, returning the actor with its full XState type.
  */
 export function recoverChannelState(options: StartOptions): StartedRecovery {
-  validateRecoverOptions(options);
+  validateRecoverOptions(options, ['hooks', 'machine']);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
   // Streams given as channels are adapted here, and released (destroyed, aborted) if the task
   // ends before their channel did: a sink is always ended or destroyed, never left open.
   const streams = new Set<StreamConsumer>();
+  // What a consumer (or the stream given as a channel) raised, so that the error leaving `done`
+  // is a ConsumerError whose cause it is, not an IoError or InternalError.
+  const consumerErrors = new WeakSet<object>();
   const channels = (info: ChannelInfo): ChannelConsumer => {
-    const consumer = toChannelConsumer(options.channels(info));
+    const consumer = toChannelConsumer(callConsumer(consumerErrors, () => options.channels(info)));
     if (isStreamConsumer(consumer)) streams.add(consumer);
-    return consumer;
+    return tagConsumerErrors(consumer, consumerErrors);
   };
   const registry = new CloseableRegistry();
   const mailbox = new Mailbox();
@@ -180,14 +184,15 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
         const [first, ...later] = cleanupErrors;
         if (first === undefined) return buildReport(taskId, ctx, started);
         for (const e of later) addSuppressed(first, e);
-        throw first;
+        throw ours(first);
       }
       for (const e of services.lateErrors) addSuppressed(primary, e);
       for (const e of cleanupErrors) {
         addSuppressed(primary, e);
         for (const s of suppressedOf(e)) addSuppressed(primary, s);
       }
-      throw primary;
+      // Every error leaving the library is one of ours, with the original as its cause.
+      throw ours(primary, consumerErrors.has(primary));
     }),
   );
 
@@ -230,6 +235,8 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     progress: readProgress,
     ownership: () => describeOwnership(actor.getSnapshot().context, progress),
     checkpoint(id, checkpointOptions) {
+      // A wrong option is the caller's mistake: thrown by the call, like recoverChannelState's.
+      validateCheckpointOptions(checkpointOptions);
       // Marked handled: the README keeps this promise and awaits it after done, by which time
       // it may have rejected (the task was cancelled while the remainder was written).
       return handled(
@@ -259,7 +266,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
                 }
                 resolve(result);
               },
-              reject,
+              reject: (error) => reject(ours(error, consumerErrors.has(error))),
             },
           });
           // An event a final state drops is never answered: answer it here.
@@ -273,6 +280,39 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
       cancel('disposed');
       await done.catch(() => undefined);
     },
+  };
+}
+
+/** Calls into the caller's code, remembering what it threw as a consumer's error. */
+function callConsumer<T>(tagged: WeakSet<object>, call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    if (typeof error === 'object' && error !== null) tagged.add(error);
+    throw error;
+  }
+}
+
+/** The consumer with every call's throw or rejection remembered as a consumer's error. */
+function tagConsumerErrors(consumer: ChannelConsumer, tagged: WeakSet<object>): ChannelConsumer {
+  const tag = (error: unknown): never => {
+    if (typeof error === 'object' && error !== null) tagged.add(error);
+    throw error;
+  };
+  const wrap =
+    <A extends unknown[]>(fn: (...args: A) => void | Promise<void>) =>
+    (...args: A): void | Promise<void> => {
+      const result = callConsumer(tagged, () => fn.apply(consumer, args));
+      return result instanceof Promise ? result.catch(tag) : result;
+    };
+  const onBarrier = consumer.onBarrier;
+  return {
+    ...(consumer.borrows !== undefined ? { borrows: consumer.borrows } : {}),
+    onBuffer: wrap(consumer.onBuffer),
+    onFinished: wrap(consumer.onFinished),
+    ...(onBarrier !== undefined
+      ? { onBarrier: (id: number) => callConsumer(tagged, () => onBarrier.call(consumer, id)) }
+      : {}),
   };
 }
 

@@ -63,8 +63,12 @@ function isPredicate(
 
 function checkInt(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new TypeError(
-      `options.rescale.${name} must be an integer in ${min}..${max}, got ${String(value)}`,
+    // Node's codes for the same mistakes: a wrong type, or a number out of range.
+    throw Object.assign(
+      new TypeError(
+        `options.rescale.${name} must be an integer in ${min}..${max}, got ${String(value)}`,
+      ),
+      { code: typeof value === 'number' ? 'ERR_OUT_OF_RANGE' : 'ERR_INVALID_ARG_TYPE' },
     );
   }
   return value;
@@ -104,7 +108,9 @@ export function resolveRescaleTarget(target: RescaleTarget): ResolvedRescaleTarg
  */
 export function checkRescaleOption(option: unknown): void {
   if (typeof option !== 'object' || option === null) {
-    throw new TypeError(`options.rescale must be an object, got ${String(option)}`);
+    throw Object.assign(new TypeError(`options.rescale must be an object, got ${String(option)}`), {
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
   }
   const o = option as RescaleOption;
   if (o.maxRecordBytes !== undefined)
