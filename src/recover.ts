@@ -155,6 +155,9 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     ...(options.inspect ? { inspect: (event: InspectionEvent) => options.inspect!(event) } : {}),
   });
 
+  // Set once onProgress is watched (below); called when the task has ended and cleaned up.
+  let finishProgress = (): void => undefined;
+
   const ended = new Promise<void>((resolve) => {
     actor.subscribe({ complete: () => resolve(), error: () => resolve() });
   });
@@ -166,6 +169,8 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
       // An ending before the spill root was open (an aborted signal, say) must not leave its
       // owner dir still being made after done: nothing of the task runs once done settles.
       await spillRoot.catch(() => undefined);
+      // The last progress reading, once, before done settles (never after it).
+      finishProgress();
       const snapshot = actor.getSnapshot();
       const ctx = snapshot.context;
       for (const stream of streams) stream.release(ctx.cause);
@@ -220,7 +225,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     return progress.read(stageNow());
   };
   if (options.onProgress !== undefined) {
-    watchProgress(actor, readProgress, options.onProgress.bind(options), done, {
+    finishProgress = watchProgress(actor, readProgress, options.onProgress.bind(options), {
       intervalMs: options.progressIntervalMs ?? 250,
     });
   }
