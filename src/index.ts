@@ -21,6 +21,7 @@
  */
 import { startRecovery } from './recover.ts';
 import type { RecoverOptions, Recovery } from './recovery-types.ts';
+import { validateRecoverOptions } from './recovery-options.ts';
 
 /**
  * Recovers the channel state in `options.checkpoint` into `options.channels`, as an XState task
@@ -39,10 +40,13 @@ import type { RecoverOptions, Recovery } from './recovery-types.ts';
  * ```
  */
 export function recoverChannelState(options: RecoverOptions): Recovery {
+  // The public keys only: `hooks` and `machine` are the tests' and the demo's.
+  validateRecoverOptions(options);
   return startRecovery(options);
 }
 
 export type {
+  CheckpointOptions,
   OwnedResource,
   OwnershipReport,
   RecoverOptions,
@@ -89,6 +93,12 @@ export {
   SpillRootError,
   OutputDirError,
   OutputExistsError,
+  CheckpointOutError,
+  ConsumerError,
+  IoError,
+  InternalError,
+  isSpillwayError,
+  type AnySpillwayError,
   ConsumerAbandonedError,
   CheckpointChangedError,
   RemoteLocationError,

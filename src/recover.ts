@@ -5,8 +5,6 @@
  * closed.
  */
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
@@ -31,7 +29,9 @@ import {
   type ProgressStage,
   type RecoveryProgress,
 } from './services/progress.ts';
-import { validateRecoverOptions } from './recovery-options.ts';
+import { validateCheckpointOptions, validateRecoverOptions } from './recovery-options.ts';
+import { handled } from './services/handled.ts';
+import { fsSeam } from './services/fs.ts';
 import { rescaleLimits } from './services/rescale/rescale-options.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
@@ -45,7 +45,7 @@ export type {
   SpillLimits,
   TaskHooks,
 };
-import { AbortedError, toError } from './services/errors.ts';
+import { AbortedError, CancelledError, ours, toError } from './services/errors.ts';
 
 /** What tests and the demo's pool add to the public options. */
 export interface StartOptions extends PublicRecoverOptions {
@@ -70,18 +70,24 @@ export interface StartedRecovery extends PublicRecovery {
  * The package's one `recoverChannelState` (src/index.ts) is this, with the public types.
  */
 export function startRecovery(options: StartOptions): StartedRecovery {
-  validateRecoverOptions(options);
+  validateRecoverOptions(options, ['hooks', 'machine']);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
   // Streams given as channels are adapted here, and released (destroyed, aborted) if the task
   // ends before their channel did: a sink is always ended or destroyed, never left open.
   const streams = new Set<StreamConsumer>();
+  // What a consumer (or the stream given as a channel) raised, so that the error leaving `done`
+  // is a ConsumerError whose cause it is, not an IoError or InternalError.
+  const consumerErrors = new WeakSet<object>();
   const channels = (info: ChannelInfo): ChannelConsumer => {
-    const consumer = toChannelConsumer(options.channels(info));
+    const consumer = toChannelConsumer(callConsumer(consumerErrors, () => options.channels(info)));
     if (isStreamConsumer(consumer)) streams.add(consumer);
-    return consumer;
+    return tagConsumerErrors(consumer, consumerErrors);
   };
+  // Remainders written without an `out` (beside the task dir) go when the task has closed,
+  // unless their caller moved them away first (a missing file is fine).
+  const defaultRemainders = new Set<string>();
   const mailbox = new Mailbox();
   const executor = new SerialExecutor(`channel-io-${taskId}`);
 
@@ -115,27 +121,39 @@ export function startRecovery(options: StartOptions): StartedRecovery {
     actor.subscribe({ complete: () => resolve(), error: () => resolve() });
   });
 
-  const done = ended.then(async () => {
-    const { ending } = actor.getSnapshot().context;
-    // Already started by the machine's exit action or the registry actor's disposer: this
-    // waits for it (services/task-ending.ts tells the story).
-    await ending.close();
-    // An ending before the spill root was open (an aborted signal, say) must not leave its
-    // owner dir still being made after done: nothing of the task runs once done settles.
-    await spillRoot.catch(() => undefined);
-    const snapshot = actor.getSnapshot();
-    const ctx = snapshot.context;
-    for (const stream of streams) stream.release(ctx.cause);
-    streams.clear();
-    const error = ending.outcome({
-      status: snapshot.status,
-      value: snapshot.value,
-      error: snapshot.error,
-      cause: ctx.cause,
-    });
-    if (error !== undefined) throw error;
-    return buildReport(taskId, ctx, started);
-  });
+  // Set once onProgress is watched (below); called when the task has ended and cleaned up.
+  let finishProgress = (): void => undefined;
+
+  // Marked handled: a caller may await done only later; that must never crash the process.
+  const done = handled(
+    ended.then(async () => {
+      const { ending } = actor.getSnapshot().context;
+      // Already started by the machine's exit action or the registry actor's disposer: this
+      // waits for it (services/task-ending.ts tells the story).
+      await ending.close();
+      for (const file of defaultRemainders) {
+        await fsSeam.rm(file).catch((error: unknown) => ending.cleanupFailed(toError(error)));
+      }
+      // An ending before the spill root was open (an aborted signal, say) must not leave its
+      // owner dir still being made after done: nothing of the task runs once done settles.
+      await spillRoot.catch(() => undefined);
+      // The last progress reading, once, before done settles (never after it).
+      finishProgress();
+      const snapshot = actor.getSnapshot();
+      const ctx = snapshot.context;
+      for (const stream of streams) stream.release(ctx.cause);
+      streams.clear();
+      const error = ending.outcome({
+        status: snapshot.status,
+        value: snapshot.value,
+        error: snapshot.error,
+        cause: ctx.cause,
+      });
+      // Every error leaving the library is one of ours, with the original as its cause.
+      if (error !== undefined) throw ours(error, consumerErrors.has(error));
+      return buildReport(taskId, ctx, started);
+    }),
+  );
 
   const cancel = (reason?: unknown) => {
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'CANCEL', reason });
@@ -161,7 +179,7 @@ export function startRecovery(options: StartOptions): StartedRecovery {
     return progress.read(stageNow());
   };
   if (options.onProgress !== undefined) {
-    watchProgress(actor, readProgress, options.onProgress.bind(options), done, {
+    finishProgress = watchProgress(actor, readProgress, options.onProgress.bind(options), {
       intervalMs: options.progressIntervalMs ?? 250,
     });
   }
@@ -176,19 +194,46 @@ export function startRecovery(options: StartOptions): StartedRecovery {
     progress: readProgress,
     ownership: () => describeOwnership(actor.getSnapshot().context, progress),
     checkpoint(id, checkpointOptions) {
-      return new Promise<CheckpointResult>((resolve, reject) => {
-        if (actor.getSnapshot().status !== 'active') {
-          reject(new AbortedError(`checkpoint ${id}: task ${taskId} has ended`));
-          return;
-        }
-        const out =
-          checkpointOptions?.out ?? join(tmpdir(), `spillway-checkpoint-${taskId}-${id}.spwc`);
-        actor.send({ type: 'CHECKPOINT', checkpointId: id, out, reply: { resolve, reject } });
-        // An event a final state drops is never answered: answer it here.
-        if (actor.getSnapshot().status !== 'active') {
-          reject(new AbortedError(`checkpoint ${id}: task ${taskId} ended`));
-        }
-      });
+      // A wrong option is the caller's mistake: thrown by the call, like recoverChannelState's.
+      validateCheckpointOptions(checkpointOptions);
+      // Marked handled: the README keeps this promise and awaits it after done, by which time
+      // it may have rejected (the task was cancelled while the remainder was written).
+      return handled(
+        new Promise<CheckpointResult>((resolve, reject) => {
+          if (actor.getSnapshot().status !== 'active') {
+            reject(new AbortedError(`checkpoint ${id}: task ${taskId} has ended`));
+            return;
+          }
+          const signal = checkpointOptions?.signal;
+          if (signal?.aborted) {
+            reject(
+              new CancelledError(`checkpoint ${id}: cancelled by its signal`, {
+                cause: signal.reason,
+              }),
+            );
+            return;
+          }
+          actor.send({
+            type: 'CHECKPOINT',
+            checkpointId: id,
+            out: checkpointOptions?.out,
+            signal,
+            reply: {
+              resolve: (result) => {
+                if (checkpointOptions?.out === undefined && result.file !== undefined) {
+                  defaultRemainders.add(result.file);
+                }
+                resolve(result);
+              },
+              reject: (error) => reject(ours(error, consumerErrors.has(error))),
+            },
+          });
+          // An event a final state drops is never answered: answer it here.
+          if (actor.getSnapshot().status !== 'active') {
+            reject(new AbortedError(`checkpoint ${id}: task ${taskId} ended`));
+          }
+        }),
+      );
     },
     async [Symbol.asyncDispose]() {
       cancel('disposed');
@@ -236,5 +281,38 @@ function guardInspect(inspect: (event: InspectionEvent) => void): (event: Inspec
         { code: 'ERR_SPILLWAY_INSPECT_CALLBACK' },
       );
     }
+  };
+}
+
+/** Calls into the caller's code, remembering what it threw as a consumer's error. */
+function callConsumer<T>(tagged: WeakSet<object>, call: () => T): T {
+  try {
+    return call();
+  } catch (error) {
+    if (typeof error === 'object' && error !== null) tagged.add(error);
+    throw error;
+  }
+}
+
+/** The consumer with every call's throw or rejection remembered as a consumer's error. */
+function tagConsumerErrors(consumer: ChannelConsumer, tagged: WeakSet<object>): ChannelConsumer {
+  const tag = (error: unknown): never => {
+    if (typeof error === 'object' && error !== null) tagged.add(error);
+    throw error;
+  };
+  const wrap =
+    <A extends unknown[]>(fn: (...args: A) => void | Promise<void>) =>
+    (...args: A): void | Promise<void> => {
+      const result = callConsumer(tagged, () => fn.apply(consumer, args));
+      return result instanceof Promise ? result.catch(tag) : result;
+    };
+  const onBarrier = consumer.onBarrier;
+  return {
+    ...(consumer.borrows !== undefined ? { borrows: consumer.borrows } : {}),
+    onBuffer: wrap(consumer.onBuffer),
+    onFinished: wrap(consumer.onFinished),
+    ...(onBarrier !== undefined
+      ? { onBarrier: (id: number) => callConsumer(tagged, () => onBarrier.call(consumer, id)) }
+      : {}),
   };
 }

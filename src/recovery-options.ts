@@ -8,6 +8,100 @@ import { checkRescaleOption } from './services/rescale/rescale-options.ts';
 import { SEGMENT_HEADER_BYTES } from './services/spill/segment-format.ts';
 import { describeValue as describe, invalidOption as invalid } from './services/option-error.ts';
 import { checkFlinkKey } from './services/flink/stream-element.ts';
+import { didYouMean } from './services/did-you-mean.ts';
+
+/** The keys `recoverChannelState` knows; any other is a mistake (`singal` for `signal`). */
+const RECOVER_KEYS = [
+  'checkpoint',
+  'channels',
+  'spillRoot',
+  'signal',
+  'inspect',
+  'limits',
+  'remote',
+  'taskId',
+  'autoFinish',
+  'abandonAfterMs',
+  'onProgress',
+  'progressIntervalMs',
+  'rescale',
+  'flink',
+] as const;
+const LIMIT_KEYS = ['maxSpillFileBytes', 'maxSegmentBytes', 'bufferBytes', 'readChunkBytes'];
+const REMOTE_KEYS = [
+  'maxRetries',
+  'backoffMs',
+  'maxBackoffMs',
+  'stallTimeoutMs',
+  'deadlineMs',
+  'onRetry',
+  's3',
+];
+const S3_KEYS = ['endpoint', 'region', 'credentials'];
+const RESCALE_KEYS = [
+  'subtask',
+  'parallelism',
+  'maxParallelism',
+  'keyBytes',
+  'maxRecordBytes',
+  'keep',
+];
+const CHECKPOINT_KEYS = ['out', 'signal'];
+
+/**
+ * Throws a `TypeError` (`ERR_INVALID_ARG_VALUE`) naming the first key of `o` that is not in
+ * `known`, with the closest known key when one is close (`options.singal` → `signal`).
+ *
+ * @example
+ * ```ts
+ * checkKnownKeys('options', { singal: s }, ['signal']);
+ * // TypeError: options.singal is not an option (did you mean 'signal'?)
+ * ```
+ */
+export function checkKnownKeys(path: string, o: object, known: readonly string[]): void {
+  for (const key of Object.keys(o)) {
+    if (known.includes(key)) continue;
+    const error = new TypeError(
+      `${path}.${key} is not an option${didYouMean(key, known)}; known: ${known.join(', ')}`,
+    ) as TypeError & { code: string };
+    error.code = 'ERR_INVALID_ARG_VALUE';
+    throw error;
+  }
+}
+
+/**
+ * Checks the options of `recovery.checkpoint(id, options)`: a `TypeError` naming the wrong one.
+ *
+ * @example
+ * ```ts
+ * validateCheckpointOptions({ outt: 'cp.spwc' }); // TypeError: options.outt is not an option (did you mean 'out'?)
+ * ```
+ */
+export function validateCheckpointOptions(options: unknown): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') {
+    throw invalid('(checkpoint options)', 'an object', options);
+  }
+  checkKnownKeys('options', options, CHECKPOINT_KEYS);
+  const o = options as Record<string, unknown>;
+  if (o.out !== undefined && (typeof o.out !== 'string' || o.out === '')) {
+    throw invalid('out', 'a non-empty path (a string)', o.out, typeof o.out === 'string');
+  }
+  checkSignal(o.signal);
+}
+
+function checkSignal(signal: unknown): void {
+  const s = signal as AbortSignal | undefined;
+  if (
+    s !== undefined &&
+    (s === null ||
+      typeof s !== 'object' ||
+      typeof s.aborted !== 'boolean' ||
+      typeof s.addEventListener !== 'function')
+  ) {
+    throw invalid('signal', 'an AbortSignal', s);
+  }
+}
 
 function optional(o: Record<string, unknown>, name: string, type: string, expected: string): void {
   const v = o[name];
@@ -31,7 +125,10 @@ function positiveInteger(path: string, value: unknown): void {
  * // TypeError: options.channels must be a function returning each channel's consumer; got undefined
  * ```
  */
-export function validateRecoverOptions(options: unknown): void {
+export function validateRecoverOptions(
+  options: unknown,
+  internalKeys: readonly string[] = [],
+): void {
   if (options === null || typeof options !== 'object') {
     const error = new TypeError(
       `recoverChannelState(options): options must be an object; got ${describe(options)}`,
@@ -40,6 +137,11 @@ export function validateRecoverOptions(options: unknown): void {
     throw error;
   }
   const o = options as Record<string, unknown>;
+  checkKnownKeys(
+    'options',
+    o,
+    internalKeys.length === 0 ? RECOVER_KEYS : [...RECOVER_KEYS, ...internalKeys],
+  );
   if (typeof o.checkpoint !== 'string') {
     throw invalid('checkpoint', 'the path of a checkpoint file (a string)', o.checkpoint);
   }
@@ -52,28 +154,25 @@ export function validateRecoverOptions(options: unknown): void {
   optional(o, 'autoFinish', 'boolean', 'a boolean');
   optional(o, 'inspect', 'function', 'a function');
   optional(o, 'onProgress', 'function', 'a function');
-  const signal = o.signal as AbortSignal | undefined;
-  if (
-    signal !== undefined &&
-    (signal === null ||
-      typeof signal !== 'object' ||
-      typeof signal.aborted !== 'boolean' ||
-      typeof signal.addEventListener !== 'function')
-  ) {
-    throw invalid('signal', 'an AbortSignal', signal);
-  }
+  checkSignal(o.signal);
   for (const name of ['abandonAfterMs', 'progressIntervalMs'] as const) {
     const v = o[name];
     if (v === undefined) continue;
     if (typeof v !== 'number') throw invalid(name, 'a number of milliseconds', v);
     if (!Number.isFinite(v) || v < 0) throw invalid(name, 'a number of milliseconds ≥ 0', v, true);
   }
-  if (o.rescale !== undefined) checkRescaleOption(o.rescale);
+  if (o.rescale !== undefined) {
+    if (o.rescale !== null && typeof o.rescale === 'object') {
+      checkKnownKeys('options.rescale', o.rescale, RESCALE_KEYS);
+    }
+    checkRescaleOption(o.rescale);
+  }
   if (o.flink !== undefined) validateFlink(o.flink, o.rescale !== undefined);
   if (o.remote !== undefined) validateRemote(o.remote);
   const limits = o.limits;
   if (limits !== undefined) {
     if (limits === null || typeof limits !== 'object') throw invalid('limits', 'an object', limits);
+    checkKnownKeys('options.limits', limits, LIMIT_KEYS);
     const l = limits as Record<string, unknown>;
     for (const name of ['maxSpillFileBytes', 'maxSegmentBytes', 'bufferBytes', 'readChunkBytes']) {
       positiveInteger(`limits.${name}`, l[name]);
@@ -92,6 +191,7 @@ export function validateRecoverOptions(options: unknown): void {
 /** `options.remote`: the retry policy's numbers, the retry callback, the S3 endpoint. */
 function validateRemote(remote: unknown): void {
   if (remote === null || typeof remote !== 'object') throw invalid('remote', 'an object', remote);
+  checkKnownKeys('options.remote', remote, REMOTE_KEYS);
   const r = remote as Record<string, unknown>;
   for (const name of ['maxRetries', 'backoffMs', 'maxBackoffMs', 'stallTimeoutMs', 'deadlineMs']) {
     const v = r[name];
@@ -106,6 +206,7 @@ function validateRemote(remote: unknown): void {
   const s3 = r.s3;
   if (s3 === undefined) return;
   if (s3 === null || typeof s3 !== 'object') throw invalid('remote.s3', 'an object', s3);
+  checkKnownKeys('options.remote.s3', s3, S3_KEYS);
   const endpoint = (s3 as Record<string, unknown>).endpoint;
   if (
     endpoint !== undefined &&

@@ -202,6 +202,28 @@ export interface TaskActor {
 }
 
 /**
+ * The options of `recovery.checkpoint(id, options)`.
+ *
+ * @example
+ * ```ts
+ * const options: CheckpointOptions = { out: 'cp-7.spwc', signal: AbortSignal.timeout(5000) };
+ * ```
+ */
+export interface CheckpointOptions {
+  /**
+   * Where the remainder goes: a path that does not exist yet (never replaced) in an existing
+   * directory, or an `s3://bucket/key`. The file is written in the task's spill dir and
+   * published at `out` only when complete. Default: `<task dir>-checkpoint-<id>.spwc` in the spill
+   * root, deleted when the task ends — to keep it, move `result.file` elsewhere (`fs.rename`,
+   * same file system) as soon as the checkpoint resolves; the task does not end before that
+   * (with `autoFinish: false` it waits for `FINISH`).
+   */
+  out?: string;
+  /** Cancels this checkpoint (not the recovery): it rejects with a `CancelledError`. */
+  signal?: AbortSignal;
+}
+
+/**
  * One recovering task as a lifecycle service.
  *
  * @example
@@ -226,9 +248,17 @@ export interface Recovery extends AsyncDisposable {
    * Takes checkpoint `id` during recovery: barriers into every channel still in recovery, and
    * the undelivered remainder written as an SPWC file (G6). Declined with a
    * `CheckpointDeclinedError` before the drain stage has its drainer installed; rejected with
-   * an `AbortedError` once the task has ended.
+   * an `AbortedError` once the task has ended, a `CancelledError` when `options.signal` aborts
+   * (`cause`: its reason), a `CheckpointOutError` when `out` exists or its directory does not
+   * (before anything is written). Whatever fails, no file is left behind. The promise is marked
+   * handled: it may be awaited after `done`.
+   *
+   * @example
+   * ```ts
+   * const { file } = await recovery.checkpoint(7, { out: 'cp-7.spwc', signal: AbortSignal.timeout(5000) });
+   * ```
    */
-  checkpoint(id: number, options?: { out?: string }): Promise<CheckpointResult>;
+  checkpoint(id: number, options?: CheckpointOptions): Promise<CheckpointResult>;
   /** The progress right now (the same reading `onProgress` gets). */
   progress(): RecoveryProgress;
   /**

@@ -57,20 +57,29 @@ export function describeOwnership(
 
 /**
  * Publishes progress to `onProgress`: at every stage change, at most every `intervalMs` while
- * the counters move, and once when `done` settles. The timer is unref'd: watching never keeps
- * a process alive. A throwing `onProgress` is the caller's bug and must not break the task: it
- * is dropped.
+ * the counters move, and the final reading once. The returned function stops watching and
+ * publishes that final reading (unless the last one published already was it); the recovery
+ * calls it before `done` settles, so the last reading is never seen after `done`. The timer is
+ * unref'd: watching never keeps a process alive. A throwing `onProgress` is the caller's bug
+ * and must not break the task: it is dropped.
  */
 export function watchProgress(
   actor: Actor<typeof taskMachine>,
   read: () => RecoveryProgress,
   onProgress: (progress: RecoveryProgress) => void,
-  done: Promise<unknown>,
   { intervalMs }: { intervalMs: number },
-): void {
+): () => void {
   let last: RecoveryProgress | undefined;
-  const publish = (force: boolean) => {
+  let stopped = false;
+  const publish = (force: boolean, final = false) => {
     const now = read();
+    // The ending's reading is published once, by the final call only.
+    if (
+      !final &&
+      (now.stage === 'finished' || now.stage === 'failed' || now.stage === 'cancelled')
+    ) {
+      return;
+    }
     if (
       !force &&
       last !== undefined &&
@@ -97,11 +106,11 @@ export function watchProgress(
       if (last === undefined || read().stage !== last.stage) publish(true);
     },
   });
-  void done
-    .catch(() => undefined)
-    .then(() => {
-      clearInterval(timer);
-      subscription.unsubscribe();
-      publish(true);
-    });
+  return () => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    subscription.unsubscribe();
+    publish(true, true);
+  };
 }

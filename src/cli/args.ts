@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { SpillwayError } from '../services/errors.ts';
+import { closest } from '../services/did-you-mean.ts';
 
 /** Bad command-line usage: printed as one line, exit code 2. */
 export class UsageError extends SpillwayError {
@@ -44,7 +45,12 @@ export function parse(argv: string[], options: OptionSpec, maxPositionals = 0): 
   } catch (e) {
     if (e instanceof UsageError) throw e;
     // parseArgs' messages are one line already; drop its trailing advice about '--'.
-    throw new UsageError((e as Error).message.split('\n')[0]!.replace(/\. To specify.*$/, ''));
+    const line = (e as Error).message.split('\n')[0]!.replace(/\. To specify.*$/, '');
+    // A misspelled flag: name the closest known one.
+    const unknown = /^Unknown option '--([^']+)'/.exec(line)?.[1];
+    const match =
+      unknown === undefined ? undefined : closest(unknown, [...Object.keys(options), 'help']);
+    throw new UsageError(match === undefined ? line : `${line} (did you mean '--${match}'?)`);
   }
 }
 

@@ -72,7 +72,38 @@ function isCleanupFailure(error: Error): boolean {
  * it hides are not lost: a line counts them and names the first cleanup failure, since a file
  * left behind is something the user must know about.
  */
-export function reportError(io: Io, error: unknown, command: string): number {
+export function reportError(io: Io, error: unknown, command: string, json = false): number {
+  const code = reportErrorText(io, error, command);
+  // `--json`: one object on stdout on failure too, with the same exit code (DESIGN §4).
+  if (json) io.out.write(`${JSON.stringify({ error: errorJson(error) })}\n`);
+  return code;
+}
+
+/**
+ * The `error` object `--json` prints on failure: `code` (the error's stable code, or
+ * `ERR_SPILLWAY_INTERNAL` for a foreign one), `message` (redacted), and what else identifies it.
+ */
+export function errorJson(error: unknown): Record<string, unknown> {
+  const e = error as Record<string, unknown> & { message?: unknown };
+  const raw = typeof e?.code === 'string' ? e.code : undefined;
+  const out: Record<string, unknown> = {
+    code:
+      raw !== undefined && /^(ERR_SPILLWAY|ABORT_ERR)/.test(raw) ? raw : 'ERR_SPILLWAY_INTERNAL',
+    message: redactText(typeof e?.message === 'string' ? e.message : String(error)),
+  };
+  for (const key of ['errno', 'file', 'offset', 'dir', 'out'] as const) {
+    const v = e?.[key];
+    if (typeof v === 'string' || typeof v === 'number')
+      out[key] = key === 'file' || key === 'dir' || key === 'out' ? redactText(String(v)) : v;
+  }
+  if (raw !== undefined && out.code === 'ERR_SPILLWAY_INTERNAL' && /^E[A-Z0-9]+$/.test(raw))
+    out.errno = raw;
+  const later = suppressedOf(error).length;
+  if (later > 0) out.suppressed = later;
+  return out;
+}
+
+function reportErrorText(io: Io, error: unknown, command: string): number {
   const e = error as Error | undefined;
   // A presigned URL's signature or an AWS secret never reaches a terminal or a log.
   const message = oneLine(redactText(e?.message ?? String(error)));

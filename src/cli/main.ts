@@ -5,6 +5,7 @@
 import { reportError } from './errors.ts';
 import { quietOnClosedPipes, safeStream, stdio, type Io } from './io.ts';
 import { UsageError } from './args.ts';
+import { didYouMean } from '../services/did-you-mean.ts';
 import { VERSION } from '../version.ts';
 
 interface Command {
@@ -62,14 +63,16 @@ export async function main(argv: string[], given: Io = stdio): Promise<number> {
   }
   const name = first === undefined || first.startsWith('-') ? 'demo' : first;
   const args = first === undefined || first.startsWith('-') ? argv : rest;
+  const json = args.includes('--json');
   const load = commands[name];
   if (load === undefined) {
-    return reportError(io, new UsageError(`unknown command '${name}'`), 'help');
+    const hint = didYouMean(name, Object.keys(commands));
+    return reportError(io, new UsageError(`unknown command '${name}'${hint}`), 'help', json);
   }
   try {
     const command = await load();
     return await command.run(args, io);
   } catch (error) {
-    return reportError(io, error, name);
+    return reportError(io, error, name, json);
   }
 }

@@ -225,7 +225,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       );
       return signals.exitCode;
     }
-    return reportError(io, error, 'recover');
+    return reportError(io, error, 'recover', values.json === true);
   } finally {
     signals.dispose();
   }

@@ -5,8 +5,12 @@
  */
 import { fromPromise } from 'xstate';
 import type { Drainer } from '../services/spill/drainer.ts';
-import { discardRemainder, writeRemainder } from '../services/spill/remainder-writer.ts';
-import { AbortedError, addSuppressed, toError } from '../services/errors.ts';
+import {
+  checkRemainderOut,
+  discardRemainder,
+  writeRemainder,
+} from '../services/spill/remainder-writer.ts';
+import { AbortedError, addSuppressed, CancelledError, toError } from '../services/errors.ts';
 import type { CheckpointReply, CheckpointResult } from './events.ts';
 import type { TaskRef } from './task-ref.ts';
 import { snapshotResource } from './ownership.ts';
@@ -16,7 +20,10 @@ export interface CheckpointWriterInput {
   parent: TaskRef;
   drainer: Drainer;
   checkpointId: number;
-  out: string;
+  /** Where the remainder goes; by default `<task dir>-checkpoint-<id>.spwc`. */
+  out?: string | undefined;
+  /** The caller's own signal: aborting it cancels this checkpoint only, never the task. */
+  signal?: AbortSignal | undefined;
   reply: CheckpointReply;
   /** Rescaling: the remainder is a v2 file written as this new subtask. */
   remainder?: { subtask: number } | undefined;
@@ -36,9 +43,32 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     // before the barrier and in the remainder (G6 overlap). One microtask later the delivery's
     // synchronous critical section has ended, and the cut below is itself synchronous.
     await Promise.resolve();
+    const taskDir = input.drainer.state.taskDir;
+    // Without `out` the remainder goes beside the task dir (which the drain's end deletes), in
+    // the owner dir: `recoverChannelState` deletes it when the task ends unless its caller moved
+    // it away first, and a sweep takes it with a dead owner's dir.
+    const out = input.out ?? `${taskDir ?? '.'}-checkpoint-${checkpointId}.spwc`;
+    const userSignal = input.signal;
+    const cancelledByCaller = () =>
+      new CancelledError(`checkpoint ${checkpointId}: cancelled by its signal`, {
+        cause: userSignal?.reason,
+      });
+    // Refused before anything is cut or written: an `out` that exists or cannot be made.
+    if (!signal.aborted) {
+      try {
+        await checkRemainderOut(out);
+      } catch (error) {
+        reply.reject(toError(error));
+        return;
+      }
+    }
     if (signal.aborted) {
       // Row S2: the task ended before the writer ran; nothing was cut, nothing is held.
       reply.reject(new AbortedError(`checkpoint ${checkpointId}: task ended before it started`));
+      return;
+    }
+    if (userSignal?.aborted) {
+      reply.reject(cancelledByCaller());
       return;
     }
     let reader;
@@ -52,9 +82,9 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     let result: CheckpointResult | undefined;
     let failure: Error | undefined;
     try {
-      const summary = await writeRemainder(reader, input.out, input.drainer.state.taskDir, {
+      const summary = await writeRemainder(reader, out, taskDir, {
         s3: input.s3,
-        signal,
+        signal: userSignal !== undefined ? AbortSignal.any([signal, userSignal]) : signal,
         v2: input.remainder,
       });
       result = { checkpointId, file: summary.file, channels: summary.channels };
@@ -77,6 +107,10 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
       failure = new AbortedError(`checkpoint ${checkpointId}: task ended while it was written`, {
         cause: failure,
       });
+    } else if (userSignal?.aborted && !(failure instanceof CancelledError)) {
+      const cancelled = cancelledByCaller();
+      if (failure !== undefined && failure !== userSignal.reason) addSuppressed(cancelled, failure);
+      failure = cancelled;
     }
     if (failure !== undefined && result?.file !== undefined) {
       // The remainder was written but the checkpoint fails: a file its caller is told to

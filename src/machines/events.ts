@@ -105,7 +105,10 @@ export interface CheckpointReply {
 export interface CheckpointEvent {
   type: 'CHECKPOINT';
   checkpointId: number;
-  out: string;
+  /** Where the remainder goes; default `<task dir>-checkpoint-<id>.spwc` (deleted with the task). */
+  out?: string | undefined;
+  /** Cancels this checkpoint only (not the task). */
+  signal?: AbortSignal | undefined;
   reply: CheckpointReply;
 }
 

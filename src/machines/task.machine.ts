@@ -200,6 +200,7 @@ export const taskMachine = setup({
             drainer: context.drainer!,
             checkpointId: params.checkpointId,
             out: params.out,
+            signal: params.signal,
             reply: params.reply,
             remainder: remainderFormat(context.services.rescale),
             s3: context.services.remote?.s3,
@@ -293,6 +294,7 @@ export const taskMachine = setup({
               params: ({ event }) => ({
                 checkpointId: event.checkpointId,
                 out: event.out,
+                signal: event.signal,
                 reply: event.reply,
               }),
             },

@@ -47,7 +47,7 @@ export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
 };
 
 /**
- * The abort paths of docs/flink-channel-state.md §4 that the pool drives a task into (`GC`,
+ * The abort paths of docs/flink.md §4 that the pool drives a task into (`GC`,
  * a cancel during the gap, has no row of its own there).
  */
 export const ABORT_PATHS = {

@@ -9,7 +9,7 @@ import type { Outcome } from '../machines/task.machine.ts';
 import { readCheckpoint } from '../services/checkpoint/reader.ts';
 import { channelKey } from '../services/channel.ts';
 import { crc32 } from '../services/crc32.ts';
-import { CancelledError, MisuseError, RejectedError } from '../services/errors.ts';
+import { CancelledError, MisuseError, originalOf, RejectedError } from '../services/errors.ts';
 import { fsSeam } from '../services/fs.ts';
 import type { Census } from './census.ts';
 import { taskDirMarker, type LoopState } from './loop.ts';
@@ -51,9 +51,11 @@ export function outcomeOf(error: unknown): Outcome {
 }
 
 /** Whether `error` is the first cause the loop injected (or `undefined` for a clean run). */
-export function expectedCause(loop: LoopState, error: unknown): boolean {
+export function expectedCause(loop: LoopState, wrapped: unknown): boolean {
   const { plan } = loop;
-  if (error === undefined) return plan.expect === 'finished';
+  if (wrapped === undefined) return plan.expect === 'finished';
+  // The injected fault as it happened, under the ConsumerError or IoError that carries it out.
+  const error = originalOf(wrapped);
   if (plan.expect === 'cancelled') return error instanceof CancelledError && loop.fired;
   const e = error as NodeJS.ErrnoException;
   const inTask = typeof e.path === 'string' && e.path.includes(taskDirMarker(loop.id));

@@ -40,6 +40,10 @@ export type SpillwayErrorCode =
   | 'ERR_SPILLWAY_SPILL_ROOT'
   | 'ERR_SPILLWAY_OUTPUT_DIR'
   | 'ERR_SPILLWAY_OUTPUT_EXISTS'
+  | 'ERR_SPILLWAY_CHECKPOINT_OUT'
+  | 'ERR_SPILLWAY_CONSUMER'
+  | 'ERR_SPILLWAY_IO'
+  | 'ERR_SPILLWAY_INTERNAL'
   | 'ERR_SPILLWAY_CONSUMER_ABANDONED'
   | 'ERR_SPILLWAY_USAGE'
   | 'ERR_SPILLWAY_INSPECTOR'
@@ -451,6 +455,30 @@ export class OutputExistsError extends SpillwayError {
 }
 
 /**
+ * `checkpoint(id, { out })` cannot write to `out`: it already exists (`errno` `EEXIST`; never
+ * replaced), its directory is missing (`ENOENT`) or not a directory (`ENOTDIR`). Raised before
+ * anything is written, and before the barriers go in.
+ *
+ * @example
+ * ```ts
+ * const error = new CheckpointOutError('cp-7.spwc', 'EEXIST', 'already exists');
+ * error.message; // 'cp-7.spwc: already exists'
+ * ```
+ */
+export class CheckpointOutError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CHECKPOINT_OUT';
+
+  constructor(
+    readonly out: string,
+    readonly errno: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${out}: ${reason}`, options);
+  }
+}
+
+/**
  * A channel consumer had not returned when the task's ending allowed it to (G11): it was
  * abandoned — its late result is ignored and it is never delivered to again.
  *
@@ -484,6 +512,161 @@ export class CancelledError extends SpillwayError {
 }
 
 /**
+ * A channel's consumer failed: its `onBuffer`, `onFinished` or `onBarrier` threw or rejected, or
+ * the stream given as the channel errored (on a write, on finish, on close). `cause` is what
+ * the consumer or stream raised, unchanged; the message is its message.
+ *
+ * @example
+ * ```ts
+ * const error = new ConsumerError(new Error('disk quota'));
+ * error.message; // 'disk quota'
+ * ```
+ */
+export class ConsumerError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_CONSUMER';
+  /** The errno of the original, when a stream's file system call failed (`ENOENT`, `ENOSPC`). */
+  readonly errno: string | undefined;
+
+  constructor(cause: unknown) {
+    super(messageOf(cause), { cause });
+    this.errno = errnoOf(cause);
+  }
+}
+
+/**
+ * A file system or network call of Spillway's own failed (`ENOSPC` writing a spill file, `EIO`
+ * reading the checkpoint). `errno`, `syscall` and `path` are the original's; `cause` is it.
+ *
+ * @example
+ * ```ts
+ * const error = new IoError(Object.assign(new Error('ENOSPC: no space left'), { code: 'ENOSPC' }));
+ * error.errno; // 'ENOSPC'
+ * ```
+ */
+export class IoError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_IO';
+  readonly errno: string | undefined;
+  readonly syscall: string | undefined;
+  readonly path: string | undefined;
+
+  constructor(cause: unknown) {
+    super(messageOf(cause), { cause });
+    const e = cause as NodeJS.ErrnoException | undefined;
+    this.errno = errnoOf(cause);
+    this.syscall = e?.syscall;
+    this.path = e?.path;
+  }
+}
+
+/**
+ * Any other failure that is not one of the classes above (a bug, a foreign throwable, an error
+ * sent in by `FAIL`): `cause` the original.
+ *
+ * @example
+ * ```ts
+ * new InternalError('something unexpected', { cause: 42 }).code; // 'ERR_SPILLWAY_INTERNAL'
+ * ```
+ */
+export class InternalError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_INTERNAL';
+}
+
+/**
+ * Every error class a Spillway API rejects or throws with, as a union discriminated by `code`:
+ * after `switch (error.code)` each `case` narrows to its class (`error.offset` after
+ * `'ERR_SPILLWAY_CORRUPT_CHECKPOINT'`). {@link isSpillwayError} narrows an unknown to it.
+ *
+ * @example
+ * ```ts
+ * if (isSpillwayError(error) && error.code === 'ERR_SPILLWAY_CORRUPT_CHECKPOINT') {
+ *   console.error(error.file, error.offset);
+ * }
+ * ```
+ */
+export type AnySpillwayError =
+  | CorruptCheckpointError
+  | CheckpointPathError
+  | CheckpointChangedError
+  | RemoteNotFoundError
+  | RemoteAccessError
+  | RemoteError
+  | CheckpointDeclinedError
+  | AbortedError
+  | RejectedError
+  | MisuseError
+  | RegistryClosedError
+  | SpillEOFError
+  | SpillCorruptError
+  | CleanupError
+  | SpillRootError
+  | OutputDirError
+  | OutputExistsError
+  | CheckpointOutError
+  | ConsumerAbandonedError
+  | CancelledError
+  | ConsumerError
+  | IoError
+  | InternalError;
+
+/**
+ * Whether `error` is a Spillway error, narrowed to {@link AnySpillwayError} so that a `switch`
+ * on its `code` narrows to each class.
+ *
+ * @example
+ * ```ts
+ * recovery.done.catch((error) => {
+ *   if (!isSpillwayError(error)) throw error;
+ *   if (error.code === 'ABORT_ERR') console.error('cancelled:', error.cause);
+ * });
+ * ```
+ */
+export function isSpillwayError(error: unknown): error is AnySpillwayError {
+  return error instanceof SpillwayError;
+}
+
+/**
+ * Makes any error leaving the library one of ours: a Spillway error stays as it is; anything
+ * else becomes a {@link ConsumerError} (when `fromConsumer`), an {@link IoError} (it has an
+ * errno) or an {@link InternalError}, with the original as `cause` and its `.suppressed` moved
+ * over.
+ *
+ * @example
+ * ```ts
+ * ours(Object.assign(new Error('EIO'), { code: 'EIO' })).code; // 'ERR_SPILLWAY_IO'
+ * ```
+ */
+export function ours(error: unknown, fromConsumer = false): SpillwayError {
+  if (error instanceof SpillwayError) return error;
+  const wrapped = fromConsumer
+    ? new ConsumerError(error)
+    : errnoOf(error) !== undefined
+      ? new IoError(error)
+      : new InternalError(messageOf(error), { cause: error });
+  for (const later of suppressedOf(error)) addSuppressed(wrapped, later);
+  return wrapped;
+}
+
+/**
+ * The error {@link ours} wrapped (a consumer's throw, an errno error, a foreign throwable), or
+ * `error` itself when it was a Spillway error from the start: the first cause as it happened.
+ *
+ * @example
+ * ```ts
+ * await recovery.done.catch((e) => originalOf(e)); // the stream's own ENOENT, the consumer's throw
+ * ```
+ */
+export function originalOf(error: unknown): unknown {
+  const wrapper =
+    error instanceof ConsumerError || error instanceof IoError || error instanceof InternalError;
+  return wrapper && error.cause !== undefined ? error.cause : error;
+}
+
+function messageOf(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  return typeof value === 'string' ? value : String(JSON.stringify(value) ?? value);
+}
+
+/**
  * The errno code of a system error (`ENOSPC`, `EIO`, …), if it has one.
  *
  * @example
@@ -499,7 +682,7 @@ export function errnoOf(error: unknown): string | undefined {
 /** Wraps a non-Error throwable so it can carry `.suppressed`. */
 export function toError(value: unknown): Error {
   if (value instanceof Error) return value;
-  return new SpillwayError(typeof value === 'string' ? value : JSON.stringify(value));
+  return new InternalError(typeof value === 'string' ? value : JSON.stringify(value));
 }
 
 /** Adds `later` to `primary.suppressed` (creating the array on foreign errors). */

@@ -77,7 +77,7 @@ describe('abort keeps the reason', () => {
 describe('every error has a stable code', () => {
   it('every exported error class carries a distinct stable code', () => {
     const classes = Object.entries(spillway).filter(
-      ([name, v]) => typeof v === 'function' && /Error$/.test(name),
+      ([name, v]) => typeof v === 'function' && /^[A-Z]\w*Error$/.test(name),
     ) as [string, new (...args: never[]) => SpillwayError][];
     expect(classes.length).toBeGreaterThanOrEqual(15);
     const codes = new Map<string, string>();
@@ -122,6 +122,10 @@ describe('every error has a stable code', () => {
         case 'ERR_SPILLWAY_CLEANUP':
         case 'ERR_SPILLWAY_SPILL_ROOT':
         case 'ERR_SPILLWAY_OUTPUT_DIR':
+        case 'ERR_SPILLWAY_CHECKPOINT_OUT':
+        case 'ERR_SPILLWAY_CONSUMER':
+        case 'ERR_SPILLWAY_IO':
+        case 'ERR_SPILLWAY_INTERNAL':
         case 'ERR_SPILLWAY_CONSUMER_ABANDONED':
         case 'ERR_SPILLWAY_INSPECTOR':
         case 'ERR_SPILLWAY_INJECTED_FAULT':

@@ -5,6 +5,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { type FsOp } from '../../src/services/fs.ts';
+import { originalOf } from '../../src/services/errors.ts';
 import { seam } from './fault-seam.ts';
 
 export interface Deferred<T = void> {
@@ -41,11 +42,16 @@ export function deferred<T = void>(): Deferred<T> {
   };
 }
 
-/** Settles to the rejection reason, or to 'ok'; attached at once so nothing goes unhandled. */
+/**
+ * Settles to the rejection reason, or to 'ok'; attached at once so nothing goes unhandled. The
+ * reason is the first cause as it happened: the original under the library's wrapper (a
+ * consumer's throw under its ConsumerError, an errno error under its IoError), which is what
+ * the guarantee tests judge; test/api/errors-ours.test.ts proves the wrapping itself.
+ */
 export function settle(p: Promise<unknown>): Promise<unknown> {
   return p.then(
     () => 'ok',
-    (e: unknown) => e,
+    (e: unknown) => originalOf(e),
   );
 }
 

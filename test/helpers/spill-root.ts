@@ -5,6 +5,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
+import { originalOf } from '../../src/services/errors.ts';
 import { removeDir } from './temp.ts';
 
 /** What a spill root holds right now, read synchronously (so it can be taken at an instant). */
@@ -38,7 +39,8 @@ export function outcomeWithListing<R>(
 ): Promise<{ report?: R; error?: Error; atDone: SpillListing }> {
   return done.then(
     (report) => ({ report, atDone: listSpill(spillRoot) }),
-    (error: Error) => ({ error, atDone: listSpill(spillRoot) }),
+    // The first cause as it happened (see settle() in ./async.ts).
+    (error: Error) => ({ error: originalOf(error) as Error, atDone: listSpill(spillRoot) }),
   );
 }
 

@@ -1,5 +1,5 @@
 /**
- * Flink's abort table (docs/flink-channel-state.md §4), one named test per row, run through the
+ * Flink's abort table (docs/flink.md §4), one named test per row, run through the
  * real task machine and real files. Faults come only from the fs seam and the TaskHooks. Every
  * test ends with the G1 leak check: no task dir and no spill segment left in the spill root.
  */

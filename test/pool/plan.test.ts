@@ -1,6 +1,6 @@
 /**
  * The loop planner on its own: the seeded schedule, where each fault is aimed and which abort
- * path (docs/flink-channel-state.md §4) an aborted loop took. Pure: no recovery runs.
+ * path (docs/flink.md §4) an aborted loop took. Pure: no recovery runs.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

@@ -144,7 +144,7 @@ describe('TaskManager', () => {
 
     expect(m.outcomes.failed).toBe(1);
     expect(m.maskedCauses).toBe(1);
-    expect(m.problems[0]).toMatch(/expected finished, got failed: Error EIO/);
+    expect(m.problems[0]).toMatch(/expected finished, got failed: IoError ERR_SPILLWAY_IO: EIO/);
     expect(m.leakedFiles).toBe(0);
     await teardown(s);
   });

@@ -1,5 +1,5 @@
 /**
- * The fetch rows of Flink's abort table (docs/flink-channel-state.md §4) run again with the
+ * The fetch rows of Flink's abort table (docs/flink.md §4) run again with the
  * checkpoint behind `http://` (a real node:http server, the fault proxy where the network must
  * misbehave): the guarantees hold exactly as for a local file — the first cause wins (G5), no
  * file is created or grown after an abort (G3), nothing is left (G1) — and a cancel also closes

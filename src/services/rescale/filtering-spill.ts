@@ -51,6 +51,8 @@ function virtualChannelId(subtask: number, gate: number, channel: number): numbe
  */
 export class FilteringSpill {
   readonly counts: RecordCounts = { read: 0, kept: 0, dropped: 0 };
+  /** Bytes of the kept records as spilled (length fields included): what the drain delivers. */
+  keptBytes = 0;
   private readonly parsers = new Map<number, RecordParser>();
   private headerBytes = entryHeaderBytes(CHECKPOINT_VERSION);
   private parser: RecordParser | undefined;
@@ -120,6 +122,7 @@ export class FilteringSpill {
    * segment: a run too long for the open segment is cut at record boundaries.
    */
   private async spill(records: Buffer): Promise<void> {
+    this.keptBytes += records.length;
     const writer = this.writer;
     const room = writer.maxSegmentBytes - SEGMENT_HEADER_BYTES;
     if (records.length <= room) {

@@ -4,7 +4,7 @@
  * listing cannot disagree with the sweep it previews. It deletes, renames and creates nothing,
  * and never follows a symlink.
  */
-import { join, resolve, sep } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { Stats } from '../fs.ts';
 import { SpillRootError, errnoOf } from '../errors.ts';
 import { fsSeam, listFiles } from '../fs.ts';
@@ -97,10 +97,32 @@ async function measureOwner(
 }
 
 /**
+ * The spill root a path names: the root itself, or the root above a `spillway` dir, an owner dir
+ * or a task dir inside it (the dir `ownership()` shows), so each of them lists the same root.
+ *
+ * @example
+ * ```ts
+ * spillRootOf('/tmp/spillway/owner-1a2b3c4d-42-99/task-7-a1b2c3'); // '/tmp'
+ * ```
+ */
+export function spillRootOf(path: string): string {
+  const parts = [path, dirname(path), dirname(dirname(path)), dirname(dirname(dirname(path)))];
+  const names = parts.map((p) => basename(p));
+  if (names[0] === 'spillway') return parts[1]!;
+  if (/^owner-/.test(names[0]!) && names[1] === 'spillway') return parts[2]!;
+  if (/^task-/.test(names[0]!) && /^owner-/.test(names[1]!) && names[2] === 'spillway') {
+    return parts[3]!;
+  }
+  return path;
+}
+
+/**
  * Lists the owners of a spill root — pid, alive or provably dead and why, age, their task dirs
  * with files and bytes — and what a sweep would delete, deleting nothing (`spillway sweep
- * --dry-run`). An unusable root throws a {@link SpillRootError}; a missing `<root>/spillway`
- * is an empty listing.
+ * --dry-run`). `root` may also be a `spillway`, owner or task dir inside the root (the path
+ * `recovery.ownership()` shows): the root above it is listed. An unusable root throws a
+ * {@link SpillRootError}; a missing `<root>/spillway` is an empty listing; no root is a
+ * `TypeError`.
  *
  * @example
  * ```ts
@@ -114,7 +136,20 @@ async function measureOwner(
  * ```
  */
 export async function listSpillRoot(root: string): Promise<SpillRootListing> {
-  const resolved = resolve(root);
+  if (typeof root !== 'string' || root === '') {
+    const error = new TypeError(
+      `listSpillRoot(root): root must be a spill root, or a spillway, owner or task dir in one (a non-empty string); got ${root === '' ? "''" : typeof root}`,
+    ) as TypeError & { code: string };
+    error.code = 'ERR_INVALID_ARG_TYPE';
+    throw error;
+  }
+  const given = resolve(root);
+  // A root that holds a `spillway` dir is a root, whatever its own name.
+  const isRoot = await fsSeam.lstat(join(given, 'spillway')).then(
+    () => true,
+    () => false,
+  );
+  const resolved = isRoot ? given : spillRootOf(given);
   await checkRoot(resolved);
   const dir = join(resolved, 'spillway');
   const owners: OwnerListing[] = [];

@@ -160,7 +160,8 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
     if (progress !== undefined) {
       progress.bytesSpilled = writer.spilledBytes;
       progress.spillFiles = state.files.length;
-      progress.payloadBytes = summary.payloadBytes;
+      // What the drain will deliver: with rescaling, the kept records only (the bar's 100 %).
+      progress.payloadBytes = filter !== undefined ? filter.keptBytes : summary.payloadBytes;
       progress.channels = state.channels.length;
     }
     return {

@@ -4,10 +4,10 @@
  * `writeInputFromSpill`.
  */
 import { randomBytes } from 'node:crypto';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { CheckpointWriter } from '../checkpoint/writer.ts';
 import { fsSeam } from '../fs.ts';
-import { addSuppressed, errnoOf } from '../errors.ts';
+import { addSuppressed, CheckpointOutError, errnoOf } from '../errors.ts';
 import { channelKey } from '../channel.ts';
 import type { SpillReader } from './spill-reader.ts';
 import { isRemoteLocation } from '../checkpoint/redact.ts';
@@ -19,7 +19,10 @@ import { tmpdir } from 'node:os';
 export interface RemainderTarget {
   /** For an `s3://bucket/key` out. */
   s3?: S3Options;
-  /** Aborting stops the upload in flight and aborts it (no orphaned parts). */
+  /**
+   * Aborting stops the write between two segments (its staging file is removed) and the upload
+   * in flight (aborted: no orphaned parts).
+   */
   signal?: AbortSignal;
   /** Rescaling: a v2 file whose entries all name this new subtask. */
   v2?: { subtask: number } | undefined;
@@ -70,6 +73,7 @@ export async function writeRemainder(
   let total = 0;
   try {
     for (let segment = await reader.nextSegment(); segment; segment = await reader.nextSegment()) {
+      remote.signal?.throwIfAborted();
       const pieces: Buffer[] = [];
       for (
         let b = await segment.read(segment.remaining);
@@ -120,9 +124,55 @@ async function moveInto(from: string, to: string): Promise<void> {
   try {
     await fsSeam.link(from, to);
   } catch (e) {
-    if (errnoOf(e) !== 'EXDEV') throw e;
+    const errno = errnoOf(e);
+    // Someone made `to` (or removed its dir) while the remainder was written: still typed,
+    // still naming `to` rather than the staging file.
+    if (errno === 'EEXIST') throw new CheckpointOutError(to, errno, 'already exists', { cause: e });
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') {
+      throw new CheckpointOutError(to, errno, `its directory ${dirname(to)} is gone`, { cause: e });
+    }
+    if (errno !== 'EXDEV') throw e;
     await fsSeam.copyFile(from, to);
   }
+}
+
+/**
+ * Refuses a local `out` a remainder cannot be published at — it exists (never replaced), or its
+ * directory is missing or not a directory — with a {@link CheckpointOutError}, before anything
+ * is written. Remote locations are not checked (the upload reports its own errors).
+ *
+ * @example
+ * ```ts
+ * await checkRemainderOut('cp-7.spwc'); // throws CheckpointOutError (EEXIST) if it exists
+ * ```
+ */
+export async function checkRemainderOut(out: string): Promise<void> {
+  if (isRemoteLocation(out)) return;
+  try {
+    await fsSeam.lstat(out);
+  } catch (e) {
+    const errno = errnoOf(e);
+    if (errno !== 'ENOENT') {
+      throw new CheckpointOutError(out, errno ?? 'EIO', (e as Error).message, { cause: e });
+    }
+    const dir = dirname(out);
+    let isDir: boolean;
+    try {
+      isDir = (await fsSeam.stat(dir)).isDirectory();
+    } catch (e2) {
+      const errno2 = errnoOf(e2) ?? 'EIO';
+      const reason =
+        errno2 === 'ENOENT' ? `its directory ${dir} does not exist` : (e2 as Error).message;
+      throw new CheckpointOutError(out, errno2, reason, { cause: e2 });
+    }
+    if (!isDir) throw new CheckpointOutError(out, 'ENOTDIR', `${dir} is not a directory`);
+    return;
+  }
+  throw new CheckpointOutError(
+    out,
+    'EEXIST',
+    'already exists (a checkpoint never replaces a file)',
+  );
 }
 
 /**
