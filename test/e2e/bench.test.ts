@@ -27,6 +27,10 @@ const FIGURES = [
   'e2eRecoverVsDd',
   'startupVsNode',
   'filteringVsSpilling',
+  'e2eRecoverVsDdTmpfs',
+  'importVsNode',
+  'channelsVsFloorTmpfs',
+  'channelsPeakRssMiB',
 ];
 const RATIOS = [
   'spillVsRawWrite',
@@ -35,9 +39,16 @@ const RATIOS = [
   'e2eRecoverVsDd',
   'startupVsNode',
   'filteringVsSpilling',
+  'importVsNode',
 ];
 /** Null only where no tmpfs could be mounted (not root). */
-const TMPFS_RATIOS = ['spillVsRawWriteTmpfs', 'drainVsRawReadTmpfs', 'recoverVsPlainTmpfs'];
+const TMPFS_RATIOS = [
+  'spillVsRawWriteTmpfs',
+  'drainVsRawReadTmpfs',
+  'recoverVsPlainTmpfs',
+  'e2eRecoverVsDdTmpfs',
+  'channelsVsFloorTmpfs',
+];
 
 function expectSpread(key: string, ratio: Record<string, number>): void {
   expect(Object.keys(ratio), key).toEqual(['median', 'min', 'max']);
@@ -66,6 +77,9 @@ describe('spillway bench', () => {
       if (rooted || result[key] !== null) {
         expectSpread(key, result[key] as Record<string, number>);
       }
+    }
+    if (rooted || result.channelsPeakRssMiB !== null) {
+      expect(result.channelsPeakRssMiB as number).toBeGreaterThan(0);
     }
     for (const key of ['cancelCleanupP99Ms', 'peakRssMiBAt2GiB']) {
       const v = result[key] as number;
