@@ -20,7 +20,10 @@ import { fsSeam } from '../fs.ts';
 export interface ChannelFileLimits {
   /** Bytes staged in memory across all channels before they are written; default 16 MiB. */
   maxStagedBytes?: number;
-  /** A channel's staged bytes are written once they reach this; default 256 KiB. */
+  /**
+   * A channel's staged bytes are written once they reach this; default 1 MiB (one write per
+   * MiB: at 256 KiB the thread-pool round trips of the writes cost more than the copying).
+   */
   chunkBytes?: number;
   /** Channels holding staged bytes at once before the oldest are written; default 1024. */
   maxStagedChannels?: number;
@@ -102,7 +105,7 @@ export class ChannelFileSink {
     limits: ChannelFileLimits = {},
   ) {
     this.maxStagedBytes = limits.maxStagedBytes ?? 16 * 1024 * 1024;
-    this.chunkBytes = limits.chunkBytes ?? 256 * 1024;
+    this.chunkBytes = limits.chunkBytes ?? 1024 * 1024;
     this.maxStagedChannels = limits.maxStagedChannels ?? 1024;
     this.maxOpenFiles = limits.maxOpenFiles ?? 64;
     // Fewer operations than descriptors, so there is always an idle one to evict.
