@@ -292,7 +292,12 @@ async function onTmpfsChannels(
   dir: string,
   options: BenchOptions,
 ): Promise<ChannelFigures | { skipped: string }> {
-  const tmpfs = await mountTmpfs(join(dir, 'tmpfs-channels'), 1024);
+  // A one-byte file takes a whole 4 KiB page on a tmpfs: 262,144 of them need 1 GiB.
+  const files = options.channels[0] * options.channels[1];
+  const tmpfs = await mountTmpfs(
+    join(dir, 'tmpfs-channels'),
+    Math.ceil((files * 5120) / MIB) + 256,
+  );
   if ('reason' in tmpfs) return { skipped: tmpfs.reason };
   try {
     const [gates, perGate] = options.channels;
