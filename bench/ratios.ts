@@ -1,8 +1,8 @@
 /**
  * The three ratios of `spillway bench`, side by side in one run on one directory: the fetch
  * stage against a raw copy, the drain against raw reads, the full recovery against a plain
- * async one. Runs alternate sides (A B, B A, …) and writeback is flushed before every timed
- * step, so neither side inherits the other's dirty pages.
+ * async one. Runs alternate sides (A B, B A, …), so neither side always inherits the other's
+ * dirty pages. Nothing is synced before a timed step: a user's run never syncs first.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,7 +10,6 @@ import type { MadeCheckpoint } from '../src/services/checkpoint/generator.ts';
 import { crc32 } from '../src/services/crc32.ts';
 import type { SpillLimits } from '../src/services/spill/limits.ts';
 import type { SpillRoot } from '../src/services/spill-root/spill-root.ts';
-import { flushWriteback } from './floors.ts';
 import { rawCopy, rawRead } from './raw-io.ts';
 import { fullRecover, plainRecover, timeDrain, timeFetch } from './stages.ts';
 import { round, spread, type Spread } from './stats.ts';
@@ -87,9 +86,7 @@ export async function measureRatios(
     b: () => Promise<B>,
   ): Promise<[A, B]> {
     const first = run % 2 === 0 ? a : b;
-    flushWriteback();
     const r1 = await first();
-    flushWriteback();
     if (run % 2 === 0) return [r1 as A, await b()];
     return [await a(), r1 as B];
   }

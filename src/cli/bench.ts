@@ -22,6 +22,13 @@ side in one run, as ratios (each the median of N alternating runs, with min and 
   startupVsNode       spillway --help ÷ node -e '' (wall time)
   filteringVsSpilling fetch spilling verbatim ÷ fetch through the rescaling filter (same v2 bytes)
   flinkVsSpwc         fetch of an SPWC file ÷ fetch of a Flink checkpoint holding the same bytes
+  e2eRecoverVsDdTmpfs e2eRecoverVsDd with everything on a tmpfs (the code's own cost)
+  importVsNode        node -e "import('spillway')" ÷ node -e '' (wall time)
+  channelsVsFloorTmpfs recover of 262,144 one-byte channels on a tmpfs ÷ creating as many
+                      one-byte files with a synchronous open/write/close loop
+  channelsPeakRssMiB  that recovery's peak RSS (MiB)
+The floors are the fastest known way on this machine: synchronous 1 MiB preads and writes (as
+dd does), dd itself, a synchronous file-creation loop. Nothing is synced before a timed step.
 Besides, in the details: an s3:// read from a local S3 server ÷ a plain ranged GET of the same
 object through the same server.
 

@@ -20,6 +20,8 @@ import { recordRows, rescaleFromArgs, rescaleOptionSpec, rescaleUsage } from './
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
 import { planFlinkRead } from '../services/flink/entry-source.ts';
 
+const MIB = 1024 * 1024;
+
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
                         [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--s3-endpoint URL]
                         [--json]
@@ -123,7 +125,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
       spillRoot: stringOption(values, 'spill-root'),
       channels: (info) => target.consumer(info),
       signal: signals.signal,
-      limits: { maxSpillFileBytes },
+      // Large pieces for a sink that copies into files: a buffer per 1 MiB and a read per 4 MiB
+      // (instead of per 32 KiB and per 1 MiB) — a quarter of the thread-pool round trips and
+      // 1/32 of the per-buffer work, which were most of recover's cost over dd's on a tmpfs.
+      limits: { maxSpillFileBytes, bufferBytes: MIB, readChunkBytes: 4 * MIB },
       ...(progress.enabled
         ? {
             onProgress: (p: RecoveryProgress) => {

@@ -28,6 +28,10 @@ const FIGURES = [
   'startupVsNode',
   'filteringVsSpilling',
   'flinkVsSpwc',
+  'e2eRecoverVsDdTmpfs',
+  'importVsNode',
+  'channelsVsFloorTmpfs',
+  'channelsPeakRssMiB',
 ];
 const RATIOS = [
   'spillVsRawWrite',
@@ -37,9 +41,16 @@ const RATIOS = [
   'startupVsNode',
   'filteringVsSpilling',
   'flinkVsSpwc',
+  'importVsNode',
 ];
 /** Null only where no tmpfs could be mounted (not root). */
-const TMPFS_RATIOS = ['spillVsRawWriteTmpfs', 'drainVsRawReadTmpfs', 'recoverVsPlainTmpfs'];
+const TMPFS_RATIOS = [
+  'spillVsRawWriteTmpfs',
+  'drainVsRawReadTmpfs',
+  'recoverVsPlainTmpfs',
+  'e2eRecoverVsDdTmpfs',
+  'channelsVsFloorTmpfs',
+];
 
 function expectSpread(key: string, ratio: Record<string, number>): void {
   expect(Object.keys(ratio), key).toEqual(['median', 'min', 'max']);
@@ -68,6 +79,9 @@ describe('spillway bench', () => {
       if (rooted || result[key] !== null) {
         expectSpread(key, result[key] as Record<string, number>);
       }
+    }
+    if (rooted || result.channelsPeakRssMiB !== null) {
+      expect(result.channelsPeakRssMiB as number).toBeGreaterThan(0);
     }
     for (const key of ['cancelCleanupP99Ms', 'peakRssMiBAt2GiB']) {
       const v = result[key] as number;
