@@ -10,7 +10,7 @@ import type { TaskServices } from '../machines/task-services.ts';
 import { channelKey, type ChannelConsumer, type ChannelInfo } from '../services/channel.ts';
 import { crc32 } from '../services/crc32.ts';
 import type { FsOp } from '../services/fs.ts';
-import { faultSeam, type FsHook } from './fault-seam.ts';
+import { faultSeam, type FaultCode, type FsHook } from './fault-seam.ts';
 import { SPILL_FILE_NAME_RE } from '../services/spill/segment-format.ts';
 import { InjectedFaultError } from './faults.ts';
 import { taskDirMarker, taskIdInPath, type ChannelTrack, type LoopState } from './loop.ts';
@@ -60,47 +60,20 @@ export class FaultInjector {
   armFsFault(state: LoopState): () => void {
     const { plan } = state;
     const taskDir = taskDirMarker(state.id);
+    const arm = (op: FsOp, code: FaultCode, pathIncludes: string) =>
+      faultSeam().injectFault({ op, code, nth: plan.nth, pathIncludes });
     switch (plan.kind) {
       case 'fetch-error':
-        return faultSeam().injectFault({
-          op: 'read',
-          code: 'EIO',
-          nth: plan.nth,
-          pathIncludes: state.input,
-        });
+        return arm('read', 'EIO', state.input);
       case 'close-error':
-        return faultSeam().injectFault({
-          op: 'close',
-          code: 'EIO',
-          nth: plan.nth,
-          pathIncludes: taskDir,
-        });
+        return arm('close', 'EIO', taskDir);
       case 'enospc':
-        return faultSeam().injectFault({
-          op: 'write',
-          code: 'ENOSPC',
-          nth: plan.nth,
-          pathIncludes: taskDir,
-        });
+        return arm('write', 'ENOSPC', taskDir);
       case 'cancel-after-failure':
-        if (plan.variant === 'fetch') {
-          return faultSeam().injectFault({
-            op: 'write',
-            code: 'ENOSPC',
-            nth: plan.nth,
-            pathIncludes: taskDir,
-          });
-        }
+        if (plan.variant === 'fetch') return arm('write', 'ENOSPC', taskDir);
         return () => undefined;
       case 'drain-error':
-        if (plan.variant === 'spill-read') {
-          return faultSeam().injectFault({
-            op: 'read',
-            code: 'EIO',
-            nth: plan.nth,
-            pathIncludes: taskDir,
-          });
-        }
+        if (plan.variant === 'spill-read') return arm('read', 'EIO', taskDir);
         return () => undefined;
       default:
         return () => undefined;

@@ -4,6 +4,13 @@ import { CancelledError, suppressedOf } from '../../src/services/errors.ts';
 
 const finished = { status: 'done', value: 'finished', error: undefined, cause: undefined } as const;
 
+/** A resource whose close fails with `error`. */
+const failing = (error: Error) => ({
+  close: () => {
+    throw error;
+  },
+});
+
 function services(log: string[]) {
   return {
     mailbox: { close: () => void log.push('mailbox') },
@@ -40,11 +47,7 @@ describe('task ending', () => {
     const released = new Error('release failed');
     const closeFailed = new Error('close failed');
     ending.cleanupFailed(released);
-    ending.own('taskDir', {
-      close: () => {
-        throw closeFailed;
-      },
-    });
+    ending.own('taskDir', failing(closeFailed));
     await ending.close();
     const error = ending.outcome(finished);
     expect(error).toBe(released);
@@ -58,16 +61,8 @@ describe('task ending', () => {
     const first = new Error('first close');
     const second = new Error('second close');
     ending.lateError(late);
-    ending.own('a', {
-      close: () => {
-        throw second;
-      },
-    });
-    ending.own('b', {
-      close: () => {
-        throw first;
-      },
-    });
+    ending.own('a', failing(second));
+    ending.own('b', failing(first));
     await ending.close();
     const error = ending.outcome({ status: 'done', value: 'failed', error: undefined, cause });
     expect(error).toBe(cause);
