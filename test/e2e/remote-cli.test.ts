@@ -40,8 +40,11 @@ afterAll(async () => {
   await s3?.stop();
 });
 
-/** A stall is detected in a second here (30 s by default), backoff kept short. */
-const FAST = { SPILLWAY_REMOTE_STALL_MS: '1000', SPILLWAY_REMOTE_BACKOFF_MS: '20' };
+/**
+ * A stall is detected in 3 s here (30 s by default), backoff kept short. The stall covers the
+ * wait for headers too, so it stays above what a loaded machine takes to answer.
+ */
+const FAST = { SPILLWAY_REMOTE_STALL_MS: '3000', SPILLWAY_REMOTE_BACKOFF_MS: '20' };
 
 async function recover(location: string, endpoint: string, env: Record<string, string> = {}) {
   const root = await makeTempRoot();

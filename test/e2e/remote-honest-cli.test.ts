@@ -40,8 +40,8 @@ afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s.stop();
 });
 
-/** A stall is detected in a second here (30 s by default), backoff kept short. */
-const FAST = { SPILLWAY_REMOTE_STALL_MS: '1000', SPILLWAY_REMOTE_BACKOFF_MS: '20' };
+/** A stall is detected in 3 s here (30 s by default; it covers the wait for headers too). */
+const FAST = { SPILLWAY_REMOTE_STALL_MS: '3000', SPILLWAY_REMOTE_BACKOFF_MS: '20' };
 
 async function serve(options: ObjectServerOptions, plan: Fault[] = []) {
   const server = await startObjectServer(a, options);

@@ -76,7 +76,7 @@ function read(
     readChunkBytes: 64 * 1024,
     signal,
     remote: {
-      stallTimeoutMs: 1000,
+      stallTimeoutMs: 2000,
       backoffMs: 5,
       ...remote,
       onRetry: (info) => remote.retries?.push(info),
@@ -130,7 +130,7 @@ describe('G12: no splice without a strong ETag — a resume proves the object by
     const reading = readCheckpoint(
       `${p.url}/cp.spwc`,
       { onEntry: () => void entries++, onPayload() {} },
-      { remote: { stallTimeoutMs: 1000, backoffMs: 5 } },
+      { remote: { stallTimeoutMs: 2000, backoffMs: 5 } },
     );
     reading.catch(() => undefined);
     await waitFor('the stall', () => (p.fired.length > 0 ? true : undefined));

@@ -47,8 +47,8 @@ function readAll(url: string, options: { signal?: AbortSignal; retries?: RetryIn
   return channelBytes(url, {
     readChunkBytes: 64 * 1024,
     signal: options.signal,
-    // The stall covers waiting for headers too: 1 s, so a loaded machine's slow answer is not one.
-    remote: { stallTimeoutMs: 1000, backoffMs: 5, onRetry: (info) => options.retries?.push(info) },
+    // The stall covers waiting for headers too: 2 s, so a loaded machine's slow answer is not one.
+    remote: { stallTimeoutMs: 2000, backoffMs: 5, onRetry: (info) => options.retries?.push(info) },
   });
 }
 

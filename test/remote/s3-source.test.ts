@@ -27,7 +27,8 @@ afterAll(async () => {
 function readAll(location: string, remote: RemoteOptions) {
   return channelBytes(location, {
     readChunkBytes: 64 * 1024,
-    remote: { stallTimeoutMs: 300, backoffMs: 5, ...remote },
+    // The stall covers waiting for headers too: 1 s, so a loaded machine's slow answer is not one.
+    remote: { stallTimeoutMs: 1000, backoffMs: 5, ...remote },
   });
 }
 

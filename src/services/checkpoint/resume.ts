@@ -65,6 +65,11 @@ export interface RangeFetcher {
     signal: AbortSignal,
     end?: number,
   ): Promise<RangeResponse>;
+  /**
+   * Local set-up before the first request (an SDK's lazy import), awaited outside the stall
+   * timeout, which is for the server's silence only (the deadline still bounds it).
+   */
+  prepare?(): Promise<void>;
   /** Whether a failure of `open` may be retried (a reset, a 5xx, a timeout). */
   isTransient(error: unknown): boolean;
   /** Releases what the fetcher holds (an SDK client's sockets); called once, on close. */
@@ -340,6 +345,7 @@ export class ResumableRead {
     attempt.signal.addEventListener('abort', () => outer?.removeEventListener('abort', onAbort), {
       once: true,
     });
+    if (this.fetcher.prepare !== undefined) await this.guarded(this.fetcher.prepare());
     // Without a strong ETag the object is proven by its bytes: read it again from byte 0.
     const from = this.hash !== undefined ? 0 : this.position;
     const response = await this.guarded(

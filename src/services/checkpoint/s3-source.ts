@@ -83,6 +83,10 @@ export function s3Fetcher(location: string, options: S3Options = {}): RangeFetch
   let client: ReturnType<typeof s3Client> | undefined;
   return {
     location: shown,
+    async prepare() {
+      client ??= s3Client(options, shown);
+      await client;
+    },
     async open(start, etag, signal, end): Promise<RangeResponse> {
       client ??= s3Client(options, shown);
       const { client: c, s3 } = await client;
