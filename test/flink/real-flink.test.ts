@@ -25,6 +25,7 @@ import {
   compareChannelFiles,
   expectedRescales,
   expectedSubtasks,
+  listFlinkFixtures,
   readExpectedKeyGroups,
   readExpectedLs,
 } from '../helpers/flink-expected.ts';
@@ -286,3 +287,42 @@ for (const release of RELEASES) {
     );
   }
 }
+
+/** The key-group check on every committed fixture: needs neither java nor mvn. */
+describe('committed real-Flink fixtures (test/fixtures/flink)', () => {
+  const fixtures = listFlinkFixtures();
+
+  it('there are fixtures of both releases, each with an expected tree', () => {
+    expect(fixtures.some((f) => f.flink.startsWith('1.20.'))).toBe(true);
+    expect(fixtures.some((f) => f.flink.startsWith('2.'))).toBe(true);
+    for (const f of fixtures) {
+      expect(existsSync(join(f.checkpoint, '_metadata')), f.name).toBe(true);
+      expect(readExpectedLs(f.expected).version, f.name).toBe(f.metadataVersion);
+      expect(expectedSubtasks(f.expected).length, f.name).toBeGreaterThan(0);
+    }
+  });
+
+  it('Flink’s key groups (KeyGroupRangeAssignment) equal Spillway’s key-group maths for every kept record', () => {
+    for (const f of fixtures) {
+      const rescales = expectedRescales(f.expected);
+      expect(rescales.map((x) => `${x.index}/${x.parallelism}`).sort(), f.name).toEqual(
+        [...f.rescale].sort(),
+      );
+      let records = 0;
+      for (const x of rescales) {
+        const kg = readExpectedKeyGroups(x.dir);
+        expect(kg.operatorId, f.name).toBe(f.keyedOperator);
+        for (const c of kg.channels) {
+          for (const [key, group] of c.kept) {
+            expect(keyGroupForKeyHash(keyHash(BigInt(key)), kg.maxParallelism)).toBe(group);
+            expect(operatorIndexForKeyGroup(kg.maxParallelism, kg.parallelism, group)).toBe(
+              kg.index,
+            );
+            records++;
+          }
+        }
+      }
+      expect(records, f.name).toBeGreaterThan(0);
+    }
+  });
+});
