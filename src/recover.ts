@@ -109,7 +109,12 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
     return closing;
   };
 
-  const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot));
+  // A cancel while the start-up sweep runs stops it between owners (G11): sweeping less is
+  // never unsafe, the next start takes the rest, and the cancel need not wait for all of it.
+  const stopSweep = new AbortController();
+  const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot), {
+    signal: stopSweep.signal,
+  });
   // Surfaces through the fetch stage; do not let an unused rejection crash the process.
   spillRoot.catch(() => undefined);
 
@@ -175,6 +180,7 @@ export function recoverChannelState(options: StartOptions): StartedRecovery {
   });
 
   const cancel = (reason?: unknown) => {
+    stopSweep.abort();
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'CANCEL', reason });
   };
   const onAbort = () => cancel(options.signal?.reason);
