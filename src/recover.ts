@@ -91,7 +91,12 @@ export function startRecovery(options: StartOptions): StartedRecovery {
   const mailbox = new Mailbox();
   const executor = new SerialExecutor(`channel-io-${taskId}`);
 
-  const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot));
+  // A cancel while the start-up sweep runs stops it between owners (G11): sweeping less is
+  // never unsafe, the next start takes the rest, and the cancel need not wait for all of it.
+  const stopSweep = new AbortController();
+  const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot), {
+    signal: stopSweep.signal,
+  });
   // Surfaces through the fetch stage; do not let an unused rejection crash the process.
   spillRoot.catch(() => undefined);
 
@@ -156,6 +161,7 @@ export function startRecovery(options: StartOptions): StartedRecovery {
   );
 
   const cancel = (reason?: unknown) => {
+    stopSweep.abort();
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'CANCEL', reason });
   };
   const onAbort = () => cancel(options.signal?.reason);

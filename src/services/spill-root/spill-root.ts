@@ -95,7 +95,7 @@ export class SpillRoot {
    */
   static async open(
     root: string,
-    options: { sweep?: boolean; log?: (line: string) => void } = {},
+    options: { sweep?: boolean; log?: (line: string) => void; signal?: AbortSignal } = {},
   ): Promise<SpillRoot> {
     const resolved = resolve(root);
     const st = await checkRoot(resolved);
@@ -126,12 +126,20 @@ export class SpillRoot {
     return entry.ready;
   }
 
-  async #init(options: { sweep?: boolean; log?: (line: string) => void }): Promise<SpillRoot> {
+  async #init(options: {
+    sweep?: boolean;
+    log?: (line: string) => void;
+    signal?: AbortSignal;
+  }): Promise<SpillRoot> {
     await closing.get(this.key)?.catch(() => undefined);
     const spillwayDir = join(this.root, 'spillway');
     await ensureSpillwayDir(spillwayDir);
     if (options.sweep !== false) {
-      this.#lastSweep = await sweepSpillwayDir(spillwayDir, options.log ?? defaultLog);
+      this.#lastSweep = await sweepSpillwayDir(
+        spillwayDir,
+        options.log ?? defaultLog,
+        options.signal,
+      );
     }
     const previous = byOwnerDir.get(this.ownerDir);
     if (previous !== undefined && previous !== this) {

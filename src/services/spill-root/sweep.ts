@@ -257,7 +257,11 @@ async function finishSwept(
   }
 }
 
-export async function sweepSpillwayDir(dir: string, log: Log): Promise<SweepReport> {
+export async function sweepSpillwayDir(
+  dir: string,
+  log: Log,
+  signal?: AbortSignal,
+): Promise<SweepReport> {
   const report: SweepReport = { swept: [], kept: [], errors: [] };
   const fail = (path: string, e: unknown): void => {
     report.errors.push({ path, message: message(e) });
@@ -271,6 +275,11 @@ export async function sweepSpillwayDir(dir: string, log: Log): Promise<SweepRepo
     return report;
   }
   for (const name of names.sort()) {
+    if (signal?.aborted === true) {
+      // Its opener was cancelled: what is left is the next start's to sweep.
+      log(`spillway sweep: stopped early (cancelled); the next start sweeps the rest of ${dir}`);
+      break;
+    }
     try {
       const owner = OWNER_DIR_RE.exec(name);
       if (owner !== null) {
