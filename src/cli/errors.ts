@@ -27,7 +27,11 @@ function isBadInput(error: unknown): boolean {
   }
   // An unusable spill root (missing, a symlink, world-writable) is the caller's configuration;
   // one the file system refused to write (ENOSPC, EROFS, EIO) is the environment failing.
-  return error instanceof SpillRootError && error.errno === undefined;
+  // A spill root that does not exist (or is not a dir) is the caller's configuration too.
+  return (
+    error instanceof SpillRootError &&
+    (error.errno === undefined || error.errno === 'ENOENT' || error.errno === 'ENOTDIR')
+  );
 }
 
 /** A delete that failed: a file may be left behind. */
