@@ -45,7 +45,12 @@ export function parse(argv: string[], options: OptionSpec, maxPositionals = 0): 
   } catch (e) {
     if (e instanceof UsageError) throw e;
     // parseArgs' messages are one line already; drop its trailing advice about '--'.
-    const line = (e as Error).message.split('\n')[0]!.replace(/\. To specify.*$/, '');
+    let line = (e as Error).message.split('\n')[0]!.replace(/\. To specify.*$/, '');
+    // `--mb -5`: parseArgs calls a value that starts with '-' ambiguous; say what is wrong.
+    const ambiguous = /^Option '(--[^' ]+)[^']*' argument is ambiguous/.exec(line)?.[1];
+    if (ambiguous !== undefined) {
+      line = `${ambiguous} must be followed by its value; a value starting with '-' (a negative number) is not accepted`;
+    }
     // A misspelled flag: name the closest known one.
     const unknown = /^Unknown option '--([^']+)'/.exec(line)?.[1];
     const match =

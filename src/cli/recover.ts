@@ -38,6 +38,13 @@ The channel files are written into a private staging dir inside DIR and moved in
 when the whole recovery succeeded: a failed or cancelled run leaves DIR as it found it, and no
 link found in DIR is ever written through.
 
+  --out DIR      where the channel files go (created if missing; required)
+  --spill-root DIR
+                 where spill files go while the recovery runs (default $SPILLWAY_SPILL_ROOT,
+                 then the OS temp dir); nothing of this run is left there afterwards
+  --max-spill-file-bytes N
+                 rotate spill files at N bytes (default 64M); a number with an optional
+                 K, M or G suffix (1024-based): 4M, 512K, 1G
   --overwrite    replace channel files DIR already holds (by rename: a link there is replaced,
                  never followed); without it such a DIR is refused
 ${rescaleUsage}${flinkUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style); credentials come from the

@@ -53,3 +53,37 @@ describe('did you mean', () => {
     expect(flag.stderr).toMatch(/Unknown option '--dry-runn' \(did you mean '--dry-run'\?\)/);
   });
 });
+
+describe('help and usage say what is wrong', () => {
+  it('recover --help describes --out, --spill-root and --max-spill-file-bytes with its suffixes', async () => {
+    const help = await runCli(['recover', '--help']);
+    expect(help.code).toBe(0);
+    for (const option of ['--out DIR', '--spill-root DIR', '--max-spill-file-bytes N']) {
+      expect(help.stdout).toMatch(new RegExp(`^  ${option}`, 'm'));
+    }
+    expect(help.stdout).toMatch(/4M, 512K, 1G/);
+  });
+
+  it("--mb -5 says a negative value is not accepted, not 'ambiguous'", async () => {
+    const dir = await makeTempRoot();
+    const run = await runCli(['checkpoint', 'make', '--out', join(dir, 'x.spwc'), '--mb', '-5']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).not.toMatch(/ambiguous/);
+    expect(run.stderr).toMatch(
+      /--mb must be followed by its value; .*negative number.* not accepted/,
+    );
+  });
+
+  it('sweep --spill-root of a missing dir is bad input: exit 2, text and JSON alike', async () => {
+    const dir = await makeTempRoot();
+    const missing = join(dir, 'nonexistent');
+    const text = await runCli(['sweep', '--spill-root', missing]);
+    const json = await runCli(['sweep', '--spill-root', missing, '--json']);
+    expect(text.code).toBe(2);
+    expect(json.code).toBe(2);
+    expect(text.stderr).toContain(missing);
+    const parsed = JSON.parse(json.stdout) as { error: Record<string, unknown> };
+    expect(parsed.error).toMatchObject({ code: 'ERR_SPILLWAY_SPILL_ROOT' });
+    expect(String(parsed.error.message)).toContain(missing);
+  });
+});

@@ -94,6 +94,8 @@ async function readmeBlocks(): Promise<string[]> {
 }
 
 let work = '';
+/** What `npm install` of the tarball printed. */
+let installRun: Run | undefined;
 let app = '';
 let tarball = '';
 
@@ -117,14 +119,14 @@ beforeAll(async () => {
   );
   const ts = await installed('typescript');
   const types = await installed('@types/node');
-  await npm(
+  installRun = await npm(
     [
       'install',
       '--prefer-offline',
       '--no-audit',
-      // Without the optional AWS SDK: importing the package and compiling against its types
-      // must not need it (it is loaded only when an s3:// location is used).
-      '--omit=optional',
+      // A plain install: the AWS SDK is an optional peer, so it is not installed, and importing
+      // the package and compiling against its types must not need it (it is loaded only when
+      // an s3:// location is used).
       tarball,
       `typescript@${ts}`,
       `@types/node@${types}`,
@@ -361,6 +363,21 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
     ) as { dependencies: Record<string, string> };
     expect(Object.keys(deps.dependencies)).not.toContain('tsx');
     expect(Object.keys(deps.dependencies)).not.toContain('typescript');
+  });
+
+  it("installing prints no warning about the package's own scripts and does not pull the AWS SDK", async () => {
+    const printed = `${installRun!.stdout}\n${installRun!.stderr}`;
+    const warnings = printed.split('\n').filter((l) => /warn/i.test(l) && /spillway/i.test(l));
+    expect(warnings).toEqual([]);
+    const manifest = JSON.parse(
+      await readFile(join(app, 'node_modules', 'spillway', 'package.json'), 'utf8'),
+    ) as { scripts?: Record<string, string>; optionalDependencies?: unknown };
+    // No script of the shipped manifest runs on install or points at a file it does not ship.
+    for (const name of ['preinstall', 'install', 'postinstall', 'prepare']) {
+      expect(manifest.scripts?.[name], name).toBeUndefined();
+    }
+    expect(manifest.optionalDependencies).toBeUndefined();
+    await expect(stat(join(app, 'node_modules', '@aws-sdk'))).rejects.toThrow();
   });
 
   it('works without the optional AWS SDK: s3:// then names the missing package in one line', async () => {
