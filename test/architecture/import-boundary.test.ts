@@ -16,8 +16,15 @@ import { repo, sourcesUnder, specifiersOf, src } from './sources.ts';
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
   optionalDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
-const optional = pkg.optionalDependencies ?? {};
+// Optional: an optional dependency, or an optional peer (installed only when a user asks for it).
+const optional: Record<string, unknown> = {
+  ...pkg.optionalDependencies,
+  ...Object.fromEntries(
+    Object.entries(pkg.peerDependenciesMeta ?? {}).filter(([, meta]) => meta.optional === true),
+  ),
+};
 
 /** Whether `text` imports `spec` statically for its values (not `import type`). */
 function importsValuesStatically(text: string, spec: string): boolean {
