@@ -1,3 +1,6 @@
+/// <reference types="node" preserve="true" />
+// The declarations use Node's types (Buffer, streams, AsyncDisposable): a consumer whose
+// TypeScript loads no @types by default (TS 6+, `types: []`) still compiles against them.
 /**
  * `spillway/inspector`: the offline live inspector. A relay on 127.0.0.1 serves its own page
  * (no CDN, no external URL) and streams every task's actors, snapshots, events and spill

@@ -1,3 +1,6 @@
+/// <reference types="node" preserve="true" />
+// The declarations use Node's types (Buffer, streams, AsyncDisposable): a consumer whose
+// TypeScript loads no @types by default (TS 6+, `types: []`) still compiles against them.
 /**
  * Spillway's public API: recover spilled channel state as an XState task actor, with no spill
  * file surviving any ending of the task. Importing it does nothing: no file is read, no hook

@@ -1,3 +1,6 @@
+/// <reference types="node" preserve="true" />
+// The declarations use Node's types (Buffer, streams, AsyncDisposable): a consumer whose
+// TypeScript loads no @types by default (TS 6+, `types: []`) still compiles against them.
 /**
  * `spillway/machines`: the task machine and its parts with their full XState types, for
  * programs that provide their own implementations, inspect definitions, or drive the actor

@@ -18,8 +18,13 @@ export const usage = `usage: spillway demo [--tasks N] [--loops N] [--state-mb N
 Runs a pool of N task slots that recover the same checkpoint over and over in one spill root,
 with a fault injected into most loops, through the real file-system seam and task hooks:
 ${FAULT_KINDS.filter((k) => k !== 'none')
-  .map((k) => `  ${k.padEnd(18)}${FAULT_DESCRIPTIONS[k]}`)
+  // Padded to the longest kind plus two spaces, so no kind runs into its description.
+  .map(
+    (k) =>
+      `  ${k.padEnd(Math.max(...FAULT_KINDS.map((n) => n.length)) + 2)}${FAULT_DESCRIPTIONS[k]}`,
+  )
   .join('\n')}
+
 Each loop checks that the task's spill files are gone when it ends, that a failure is reported
 with the injected cause (never a cleanup error or an abort's consequence), and that every
 recovered byte arrived exactly once, in order. The checkpoint is SPWC v2 with records, and the

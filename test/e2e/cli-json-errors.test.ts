@@ -87,3 +87,13 @@ describe('help and usage say what is wrong', () => {
     expect(String(parsed.error.message)).toContain(missing);
   });
 });
+
+describe('demo --help', () => {
+  it('keeps a space between every fault kind and its description', async () => {
+    const help = await runCli(['demo', '--help']);
+    expect(help.code).toBe(0);
+    const rows = help.stdout.split('\n').filter((l) => /^ {2}[a-z]+(-[a-z]+)* +\S/.test(l));
+    expect(rows.length).toBeGreaterThanOrEqual(12);
+    expect(help.stdout).toMatch(/^ {2}cancel-after-failure {2,}cancel while a failure cleans up$/m);
+  });
+});
