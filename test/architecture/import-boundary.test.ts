@@ -18,8 +18,14 @@ const src = join(repo, 'src');
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
   optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
-const optional = pkg.optionalDependencies ?? {};
+// Optional parts: optional dependencies and optional peers (the AWS SDK is one).
+const optional: Record<string, string> = { ...pkg.optionalDependencies };
+for (const [name, range] of Object.entries(pkg.peerDependencies ?? {})) {
+  if (pkg.peerDependenciesMeta?.[name]?.optional === true) optional[name] = range;
+}
 
 /** Whether `text` imports `spec` statically for its values (not `import type`). */
 function importsValuesStatically(text: string, spec: string): boolean {
