@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/index.ts';
+import { makeCheckpoint } from '../../src/testing.ts';
 import { makeTempRoot, repoRoot, spawnTracked } from './harness.ts';
 
 const MB = 4;
