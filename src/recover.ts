@@ -53,11 +53,6 @@ export interface StartOptions extends PublicRecoverOptions {
   inspect?(event: InspectionEvent): void;
   /** Fault and timing hooks (tests, the demo's fault injection). */
   hooks?: TaskHooks;
-  /**
-   * The task machine to run; default {@link taskMachine}. Tests pass variants made with
-   * `taskMachine.provide(...)` (the model suite's mutants) to prove the oracle can fail.
-   */
-  machine?: typeof taskMachine;
 }
 
 /** A recovery with the task actor's full XState type (tests, the pool, the bench). */
@@ -70,7 +65,19 @@ export interface StartedRecovery extends PublicRecovery {
  * The package's one `recoverChannelState` (src/index.ts) is this, with the public types.
  */
 export function startRecovery(options: StartOptions): StartedRecovery {
-  validateRecoverOptions(options, ['hooks', 'machine']);
+  return startRecoveryOn(taskMachine, options);
+}
+
+/**
+ * `startRecovery` on a given task machine: the product composes it with {@link taskMachine};
+ * the model suite's mutation check hands in variants made in its own code with
+ * `taskMachine.provide(...)`, to prove the oracle can fail.
+ */
+export function startRecoveryOn(
+  machine: typeof taskMachine,
+  options: StartOptions,
+): StartedRecovery {
+  validateRecoverOptions(options, ['hooks']);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
@@ -116,7 +123,7 @@ export function startRecovery(options: StartOptions): StartedRecovery {
     hooks: options.hooks ?? {},
   };
 
-  const actor = createActor(options.machine ?? taskMachine, {
+  const actor = createActor(machine, {
     id: `task-${taskId}`,
     input: { services, autoFinish: options.autoFinish },
     ...(options.inspect ? { inspect: guardInspect(options.inspect.bind(options)) } : {}),

@@ -18,11 +18,11 @@
 import { basename, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import {
-  startRecovery,
+  startRecoveryOn,
   type RecoveryReport,
   type StartedRecovery as Recovery,
 } from '../../src/recover.ts';
-import type { taskMachine } from '../../src/machines/task.machine.ts';
+import { taskMachine } from '../../src/machines/task.machine.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
 import type { TaskHooks, TaskServices } from '../../src/machines/task-services.ts';
 import { channelKey } from '../../src/services/channel.ts';
@@ -261,7 +261,7 @@ class Replay {
     this.spillRoot = await tempDir();
     this.outDir = await tempDir();
     seam.setFsHook(this.fsHook);
-    this.recovery = startRecovery({
+    this.recovery = startRecoveryOn(this.options.machine ?? taskMachine, {
       checkpoint: this.options.fixture.path,
       spillRoot: this.spillRoot,
       limits: SMALL_LIMITS,
@@ -280,7 +280,6 @@ class Replay {
           onBarrier: (id) => void log.events.push(`b:${id}`),
         };
       },
-      ...(this.options.machine ? { machine: this.options.machine } : {}),
       ...(this.options.rescale ? { rescale: this.options.rescale } : {}),
     });
     // Taken synchronously in the first callback on `done`: G1 is about that instant.
