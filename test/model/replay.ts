@@ -154,7 +154,7 @@ class Replay {
   private readonly channels = new Map<string, ChannelLog>();
   /** Armed by DRAIN.FAILED: the main reader's next read of spill-segment-1 throws it. */
   private drainFault: Error | undefined;
-  /** Armed by GAP.FAILED: thrown by afterDrainerBuilt, i.e. with the main reader open (row G4). */
+  /** Armed by GAP.FAILED: thrown by afterDrainerBuilt, i.e. with the main reader open (row GAP4). */
   private gapFault: Error | undefined;
   private blocker: Deferred | undefined;
   private releasedAll = false;
@@ -343,7 +343,7 @@ class Replay {
         this.expectCause({ kind: 'class', ctor: RejectedError });
         return release('gap');
       case 'MAIL.DROPPED': {
-        // A running mail ahead of requestPartitions, so the close finds it queued (row G3).
+        // A running mail ahead of requestPartitions, so the close finds it queued (row GAP3).
         const mailbox = this.services.mailbox;
         this.blocker = deferred();
         const blocker = this.blocker;
