@@ -53,11 +53,6 @@ export interface StartOptions extends PublicRecoverOptions {
   inspect?(event: InspectionEvent): void;
   /** Fault and timing hooks (tests, the demo's fault injection). */
   hooks?: TaskHooks;
-  /**
-   * The task machine to run; default {@link taskMachine}. Tests pass variants made with
-   * `taskMachine.provide(...)` (the model suite's mutants) to prove the oracle can fail.
-   */
-  machine?: typeof taskMachine;
 }
 
 /** A recovery with the task actor's full XState type (tests, the pool, the bench). */
@@ -70,7 +65,19 @@ export interface StartedRecovery extends PublicRecovery {
  * The package's one `recoverChannelState` (src/index.ts) is this, with the public types.
  */
 export function startRecovery(options: StartOptions): StartedRecovery {
-  validateRecoverOptions(options, ['hooks', 'machine']);
+  return startRecoveryOn(taskMachine, options);
+}
+
+/**
+ * `startRecovery` on a given task machine: the product composes it with {@link taskMachine};
+ * the model suite's mutation check hands in variants made in its own code with
+ * `taskMachine.provide(...)`, to prove the oracle can fail.
+ */
+export function startRecoveryOn(
+  machine: typeof taskMachine,
+  options: StartOptions,
+): StartedRecovery {
+  validateRecoverOptions(options, ['hooks']);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
@@ -80,16 +87,10 @@ export function startRecovery(options: StartOptions): StartedRecovery {
   // What a consumer (or the stream given as a channel) raised, so that the error leaving `done`
   // is a ConsumerError whose cause it is, not an IoError or InternalError.
   const consumerErrors = new WeakSet<object>();
-  const channels = (info: ChannelInfo): ChannelConsumer => {
-    const consumer = toChannelConsumer(callConsumer(consumerErrors, () => options.channels(info)));
-    if (isStreamConsumer(consumer)) streams.add(consumer);
-    return tagConsumerErrors(consumer, consumerErrors);
-  };
+  const channels = adaptChannels(options, streams, consumerErrors);
   // Remainders written without an `out` (beside the task dir) go when the task has closed,
   // unless their caller moved them away first (a missing file is fine).
   const defaultRemainders = new Set<string>();
-  const mailbox = new Mailbox();
-  const executor = new SerialExecutor(`channel-io-${taskId}`);
 
   // A cancel while the start-up sweep runs stops it between owners (G11): sweeping less is
   // never unsafe, the next start takes the rest, and the cancel need not wait for all of it.
@@ -100,23 +101,8 @@ export function startRecovery(options: StartOptions): StartedRecovery {
   // Surfaces through the fetch stage; do not let an unused rejection crash the process.
   spillRoot.catch(() => undefined);
 
-  const services: TaskServices = {
-    taskId,
-    checkpoint: options.checkpoint,
-    taskDir: async () => (await spillRoot).taskDirPath(taskId),
-    limits: rescaleLimits(options.limits ?? {}, options.rescale),
-    rescale: options.rescale,
-    remote: options.remote,
-    flink: options.flink,
-    abandonAfterMs: options.abandonAfterMs,
-    channels,
-    progress,
-    mailbox,
-    executor,
-    hooks: options.hooks ?? {},
-  };
-
-  const actor = createActor(options.machine ?? taskMachine, {
+  const services = taskServices(options, { taskId, spillRoot, channels, progress });
+  const actor = createActor(machine, {
     id: `task-${taskId}`,
     input: { services, autoFinish: options.autoFinish },
     ...(options.inspect ? { inspect: guardInspect(options.inspect.bind(options)) } : {}),
@@ -131,58 +117,28 @@ export function startRecovery(options: StartOptions): StartedRecovery {
 
   // Marked handled: a caller may await done only later; that must never crash the process.
   const done = handled(
-    ended.then(async () => {
-      const { ending } = actor.getSnapshot().context;
-      // Already started by the machine's exit action or the registry actor's disposer: this
-      // waits for it (services/task-ending.ts tells the story).
-      await ending.close();
-      for (const file of defaultRemainders) {
-        await fsSeam.rm(file).catch((error: unknown) => ending.cleanupFailed(toError(error)));
-      }
-      // An ending before the spill root was open (an aborted signal, say) must not leave its
-      // owner dir still being made after done: nothing of the task runs once done settles.
-      await spillRoot.catch(() => undefined);
-      // The last progress reading, once, before done settles (never after it).
-      finishProgress();
-      const snapshot = actor.getSnapshot();
-      const ctx = snapshot.context;
-      for (const stream of streams) stream.release(ctx.cause);
-      streams.clear();
-      const error = ending.outcome({
-        status: snapshot.status,
-        value: snapshot.value,
-        error: snapshot.error,
-        cause: ctx.cause,
-      });
-      // Every error leaving the library is one of ours, with the original as its cause.
-      if (error !== undefined) throw ours(error, consumerErrors.has(error));
-      return buildReport(taskId, ctx, started);
-    }),
+    ended.then(() =>
+      settle(actor, {
+        spillRoot,
+        defaultRemainders,
+        streams,
+        consumerErrors,
+        finishProgress: () => finishProgress(),
+        taskId,
+        started,
+      }),
+    ),
   );
 
   const cancel = (reason?: unknown) => {
     stopSweep.abort();
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'CANCEL', reason });
   };
-  const onAbort = () => cancel(options.signal?.reason);
-  if (options.signal?.aborted) queueMicrotask(onAbort);
-  else options.signal?.addEventListener('abort', onAbort, { once: true });
-  void done
-    .finally(() => options.signal?.removeEventListener('abort', onAbort))
-    .catch(() => undefined);
+  if (options.signal !== undefined) cancelOnAbort(options.signal, cancel, done);
 
-  const stageNow = (): ProgressStage => {
-    const snapshot = actor.getSnapshot();
-    const stage = stageOf(snapshot);
-    if (stage !== undefined) return stage;
-    if (snapshot.status === 'active') return 'starting';
-    // A bare stop() leaves the value where it was: the task was ended from outside.
-    const value = snapshot.value;
-    return value === 'finished' || value === 'failed' ? value : 'cancelled';
-  };
   const readProgress = (): RecoveryProgress => {
     progress.checkpoints = actor.getSnapshot().context.checkpoints;
-    return progress.read(stageNow());
+    return progress.read(stageNow(actor));
   };
   if (options.onProgress !== undefined) {
     finishProgress = watchProgress(actor, readProgress, options.onProgress.bind(options), {
@@ -205,39 +161,11 @@ export function startRecovery(options: StartOptions): StartedRecovery {
       // Marked handled: the README keeps this promise and awaits it after done, by which time
       // it may have rejected (the task was cancelled while the remainder was written).
       return handled(
-        new Promise<CheckpointResult>((resolve, reject) => {
-          if (actor.getSnapshot().status !== 'active') {
-            reject(new AbortedError(`checkpoint ${id}: task ${taskId} has ended`));
-            return;
-          }
-          const signal = checkpointOptions?.signal;
-          if (signal?.aborted) {
-            reject(
-              new CancelledError(`checkpoint ${id}: cancelled by its signal`, {
-                cause: signal.reason,
-              }),
-            );
-            return;
-          }
-          actor.send({
-            type: 'CHECKPOINT',
-            checkpointId: id,
-            out: checkpointOptions?.out,
-            signal,
-            reply: {
-              resolve: (result) => {
-                if (checkpointOptions?.out === undefined && result.file !== undefined) {
-                  defaultRemainders.add(result.file);
-                }
-                resolve(result);
-              },
-              reject: (error) => reject(ours(error, consumerErrors.has(error))),
-            },
-          });
-          // An event a final state drops is never answered: answer it here.
-          if (actor.getSnapshot().status !== 'active') {
-            reject(new AbortedError(`checkpoint ${id}: task ${taskId} ended`));
-          }
+        requestCheckpoint(actor, taskId, id, checkpointOptions, {
+          consumerErrors,
+          remainderWritten: (file) => {
+            if (checkpointOptions?.out === undefined) defaultRemainders.add(file);
+          },
         }),
       );
     },
@@ -246,6 +174,154 @@ export function startRecovery(options: StartOptions): StartedRecovery {
       await done.catch(() => undefined);
     },
   };
+}
+
+/** The services the task's actors share: a Flink task's mailbox and executor, and its inputs. */
+function taskServices(
+  options: StartOptions,
+  task: Pick<TaskServices, 'taskId' | 'channels' | 'progress'> & {
+    spillRoot: Promise<SpillRoot>;
+  },
+): TaskServices {
+  const { taskId, spillRoot } = task;
+  return {
+    taskId,
+    checkpoint: options.checkpoint,
+    taskDir: async () => (await spillRoot).taskDirPath(taskId),
+    limits: rescaleLimits(options.limits ?? {}, options.rescale),
+    rescale: options.rescale,
+    remote: options.remote,
+    flink: options.flink,
+    abandonAfterMs: options.abandonAfterMs,
+    channels: task.channels,
+    progress: task.progress,
+    mailbox: new Mailbox(),
+    executor: new SerialExecutor(`channel-io-${taskId}`),
+    hooks: options.hooks ?? {},
+  };
+}
+
+/** The caller's channel factory, adapted: streams kept for release, consumer errors tagged. */
+function adaptChannels(
+  options: StartOptions,
+  streams: Set<StreamConsumer>,
+  consumerErrors: WeakSet<object>,
+): (info: ChannelInfo) => ChannelConsumer {
+  return (info) => {
+    const consumer = toChannelConsumer(callConsumer(consumerErrors, () => options.channels(info)));
+    if (isStreamConsumer(consumer)) streams.add(consumer);
+    return tagConsumerErrors(consumer, consumerErrors);
+  };
+}
+
+/** What {@link settle} closes and reads once the task actor has ended. */
+interface Settling {
+  readonly spillRoot: Promise<SpillRoot>;
+  readonly defaultRemainders: Set<string>;
+  readonly streams: Set<StreamConsumer>;
+  readonly consumerErrors: WeakSet<object>;
+  readonly finishProgress: () => void;
+  readonly taskId: string;
+  readonly started: number;
+}
+
+/**
+ * What `done` settles with, once the task actor has ended: the report, or the first cause with
+ * everything after it in `.suppressed` — only after every resource of the task is closed.
+ */
+async function settle(actor: StartedRecovery['actor'], s: Settling): Promise<RecoveryReport> {
+  const { ending } = actor.getSnapshot().context;
+  // Already started by the machine's exit action or the registry actor's disposer: this
+  // waits for it (services/task-ending.ts tells the story).
+  await ending.close();
+  for (const file of s.defaultRemainders) {
+    await fsSeam.rm(file).catch((error: unknown) => ending.cleanupFailed(toError(error)));
+  }
+  // An ending before the spill root was open (an aborted signal, say) must not leave its
+  // owner dir still being made after done: nothing of the task runs once done settles.
+  await s.spillRoot.catch(() => undefined);
+  // The last progress reading, once, before done settles (never after it).
+  s.finishProgress();
+  const snapshot = actor.getSnapshot();
+  const ctx = snapshot.context;
+  for (const stream of s.streams) stream.release(ctx.cause);
+  s.streams.clear();
+  const error = ending.outcome({
+    status: snapshot.status,
+    value: snapshot.value,
+    error: snapshot.error,
+    cause: ctx.cause,
+  });
+  // Every error leaving the library is one of ours, with the original as its cause.
+  if (error !== undefined) throw ours(error, s.consumerErrors.has(error));
+  return buildReport(s.taskId, ctx, s.started);
+}
+
+/** Cancels the task when `signal` aborts (at once if it already has), until `done` settles. */
+function cancelOnAbort(
+  signal: AbortSignal,
+  cancel: (reason?: unknown) => void,
+  done: Promise<unknown>,
+): void {
+  const onAbort = () => cancel(signal.reason);
+  if (signal.aborted) queueMicrotask(onAbort);
+  else signal.addEventListener('abort', onAbort, { once: true });
+  void done.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => undefined);
+}
+
+/** Where the task is, in progress words. */
+function stageNow(actor: StartedRecovery['actor']): ProgressStage {
+  const snapshot = actor.getSnapshot();
+  const stage = stageOf(snapshot);
+  if (stage !== undefined) return stage;
+  if (snapshot.status === 'active') return 'starting';
+  // A bare stop() leaves the value where it was: the task was ended from outside.
+  const value = snapshot.value;
+  return value === 'finished' || value === 'failed' ? value : 'cancelled';
+}
+
+/**
+ * Sends one checkpoint request to the task; `remainderWritten` hears of each remainder file.
+ * Rejects at once if the task has ended or the request's signal has aborted; what the task
+ * rejects with leaves as one of ours.
+ */
+function requestCheckpoint(
+  actor: StartedRecovery['actor'],
+  taskId: string,
+  id: number,
+  checkpointOptions: Parameters<StartedRecovery['checkpoint']>[1],
+  to: { consumerErrors: WeakSet<object>; remainderWritten: (file: string) => void },
+): Promise<CheckpointResult> {
+  return new Promise<CheckpointResult>((resolve, reject) => {
+    if (actor.getSnapshot().status !== 'active') {
+      reject(new AbortedError(`checkpoint ${id}: task ${taskId} has ended`));
+      return;
+    }
+    const signal = checkpointOptions?.signal;
+    if (signal?.aborted) {
+      reject(
+        new CancelledError(`checkpoint ${id}: cancelled by its signal`, { cause: signal.reason }),
+      );
+      return;
+    }
+    actor.send({
+      type: 'CHECKPOINT',
+      checkpointId: id,
+      out: checkpointOptions?.out,
+      signal,
+      reply: {
+        resolve: (result) => {
+          if (result.file !== undefined) to.remainderWritten(result.file);
+          resolve(result);
+        },
+        reject: (error) => reject(ours(error, to.consumerErrors.has(error))),
+      },
+    });
+    // An event a final state drops is never answered: answer it here.
+    if (actor.getSnapshot().status !== 'active') {
+      reject(new AbortedError(`checkpoint ${id}: task ${taskId} ended`));
+    }
+  });
 }
 
 function buildReport(

@@ -9,7 +9,7 @@ import type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts
 import type { ChannelInfo } from './services/channel.ts';
 import type { ChannelTarget } from './services/channel-streams.ts';
 import type { RecoveryProgress } from './services/progress.ts';
-import type { StageTag } from './services/stage.ts';
+import type { StageTag, TaskStateValue } from './services/stage.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
 import type { RecordReport } from './services/rescale/filtering-spill.ts';
@@ -130,21 +130,7 @@ export interface RecoveryReport {
   records?: RecordReport;
 }
 
-/**
- * The task's state value: a stage while restoring, `running` once recovered, then one ending.
- *
- * @example
- * ```ts
- * const value: TaskStateValue = { alive: { restoring: 'draining' } };
- * ```
- */
-export type TaskStateValue =
-  | 'finished'
-  | 'failed'
-  | 'cancelled'
-  | { alive: 'running' | { restoring: 'fetching' | 'gap' | 'draining' } };
-
-export type { StageTag } from './services/stage.ts';
+export type { StageTag, TaskStateValue } from './services/stage.ts';
 
 /**
  * The part of the task's context a program may read.

@@ -136,7 +136,7 @@ export function poolTable(m: PoolMetrics, style: Style, extra: [string, string][
   const out = [style.dim(line(head)), style.dim('  ' + '─'.repeat(width(line(head)) - 2))];
   for (const r of rows) out.push(line(r));
   out.push(
-    style.dim('  path: row of the Flink abort table (docs/flink.md §4); GC = cancel in the gap'),
+    style.dim('  path: row of the Flink abort table (docs/flink.md §4); GAPC = cancel in the gap'),
   );
 
   const ok = (n: number) =>

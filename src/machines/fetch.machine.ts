@@ -1,6 +1,7 @@
 /** Stage 1 of recovery: stream the checkpoint into spill files and hand the sealed state on. */
 import { assign, fromPromise, setup } from 'xstate';
 import { fetchToSpill, type FetchReport } from '../services/spill/fetch-stage.ts';
+import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
 import type { LateErrors, TaskServices } from './task-services.ts';
@@ -16,16 +17,31 @@ export interface FetchInput {
 export type FetchOutput = FetchReport;
 
 /**
- * How the spill actor keeps G2 and G3. The product runs with both on; the model suite's
- * mutation check builds actors with one of them off from this same factory, so a mutant can
- * never drift from the real actor in anything but the one broken rule.
+ * The two rules the spill actor keeps, as parts rather than switches: the product composes its
+ * actor from {@link spillRules}; the model suite's mutation check (test code) hands in one broken
+ * part, so a mutant can never drift from the real actor in anything but that one rule.
  */
-export interface SpillWiring {
-  /** Hand the task dir to the task the instant the writer acquires it (G2); default true. */
-  readonly handOffAtAcquisition?: boolean;
-  /** Give the writer the stage's abort signal (G3); default true. */
-  readonly honourAbort?: boolean;
+export interface SpillRules {
+  /** G3: the signal the writer stops on. */
+  writerSignal(stage: AbortSignal): AbortSignal;
+  /** G2: hands the task dir to the task (`handOff`) the instant the writer acquires it. */
+  taskDirAcquired(handOff: () => void): void;
+  /**
+   * G2: state sealed after the task ended has no taker, so it is closed here (and the stage
+   * fails); returning instead sends it on as the stage's hand-off.
+   */
+  sealedAfterEnding(state: FetchedChannelState): Promise<void>;
 }
+
+/** The product's rules: the task dir handed off at acquisition, the stage's own abort signal. */
+export const spillRules: SpillRules = {
+  writerSignal: (stage) => stage,
+  taskDirAcquired: (handOff) => handOff(),
+  async sealedAfterEnding(state) {
+    await state.close();
+    throw new AbortedError('fetch finished after its task ended; state discarded');
+  },
+};
 
 /**
  * The fetch stage's actor. Runs on the channel-IO executor. Hands the task dir to the task the
@@ -33,9 +49,7 @@ export interface SpillWiring {
  * exists: a promise actor's result is dropped after stop, so nothing may wait for the stage's
  * output.
  */
-export function createSpillCheckpoint(wiring: SpillWiring = {}) {
-  const handOffAtAcquisition = wiring.handOffAtAcquisition ?? true;
-  const honourAbort = wiring.honourAbort ?? true;
+export function createSpillCheckpoint(rules: SpillRules) {
   return fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
     const { services, ending, parent } = input;
     try {
@@ -57,30 +71,29 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
               parent.send({ type: 'FETCH.RETRY', ...info });
             },
           },
-          signal: honourAbort ? signal : new AbortController().signal,
+          signal: rules.writerSignal(signal),
           onFailure: (error) => {
             // The cause reaches the task before the stage's cleanup awaits anything.
             if (!signal.aborted) parent.send({ type: 'FAIL', error: toError(error) });
           },
           onTaskDirAcquired: (writer) => {
             // Aborted: the writer's own flag is set too, so it will not create the dir.
-            if (!handOffAtAcquisition || signal.aborted) return;
-            services.progress.taskDir = taskDir;
-            parent.send({
-              type: 'SPILL.OWNED',
-              resource: 'taskDir',
-              owner: 'fetch',
-              closeable: { close: () => writer.discardSpilledFiles() },
-              detail: taskDir,
+            if (signal.aborted) return;
+            rules.taskDirAcquired(() => {
+              services.progress.taskDir = taskDir;
+              parent.send({
+                type: 'SPILL.OWNED',
+                resource: 'taskDir',
+                owner: 'fetch',
+                closeable: { close: () => writer.discardSpilledFiles() },
+                detail: taskDir,
+              });
             });
           },
         }),
       );
-      if (signal.aborted && handOffAtAcquisition) {
-        // The task ended while the state was being sealed: nobody can take it, so close it here.
-        await result.state.close();
-        throw new AbortedError('fetch finished after its task ended; state discarded');
-      }
+      // The task ended while the state was being sealed: nobody can take it.
+      if (signal.aborted) await rules.sealedAfterEnding(result.state);
       parent.send({
         type: 'FETCH.HANDOFF',
         state: result.state,
@@ -97,7 +110,7 @@ export function createSpillCheckpoint(wiring: SpillWiring = {}) {
 }
 
 /** The product's spill actor: both rules kept. */
-export const spillCheckpoint = createSpillCheckpoint();
+export const spillCheckpoint = createSpillCheckpoint(spillRules);
 
 export const fetchMachine = setup({
   types: {} as {

@@ -21,8 +21,8 @@ export interface GapContext extends GapInput {
 }
 
 /**
- * Runs one gap step as a mail. A closed mailbox rejects it (row G2); a closing one drops it and
- * its promise never settles (row G3): the task's registry already owns the state, so nothing
+ * Runs one gap step as a mail. A closed mailbox rejects it (row GAP2); a closing one drops it and
+ * its promise never settles (row GAP3): the task's registry already owns the state, so nothing
  * here has to be cleaned up by this actor.
  */
 function mail<T>(input: GapInput, name: string, signal: AbortSignal, body: () => T) {
@@ -86,7 +86,7 @@ export const gapMachine = setup({
   states: {
     requestingPartitions: {
       description:
-        'Mail: ask the owner for one consumer per channel. A closed mailbox rejects it (row G2), a closing one drops it (row G3).',
+        'Mail: ask the owner for one consumer per channel. A closed mailbox rejects it (row GAP2), a closing one drops it (row GAP3).',
       invoke: {
         id: 'requestPartitions',
         src: 'requestPartitions',
@@ -99,7 +99,7 @@ export const gapMachine = setup({
     },
     buildingDrainer: {
       description:
-        'Mail: build the drainer (its main reader takes a grant) and hand it to the task (row G4 if it throws).',
+        'Mail: build the drainer (its main reader takes a grant) and hand it to the task (row GAP4 if it throws).',
       invoke: {
         id: 'buildDrainer',
         src: 'buildDrainer',
@@ -109,7 +109,8 @@ export const gapMachine = setup({
       },
     },
     installingTrigger: {
-      description: 'Mail: make the drainer the checkpoint trigger (row G5 if rejected or dropped).',
+      description:
+        'Mail: make the drainer the checkpoint trigger (row GAP5 if rejected or dropped).',
       invoke: {
         id: 'installTrigger',
         src: 'installTrigger',

@@ -25,7 +25,7 @@ export type { StageName };
 export interface TaskHooks {
   /** Runs as a stage starts, before its first mail or job is submitted. */
   beforeStage?(stage: StageName, services: TaskServices): void | Promise<void>;
-  /** Runs in the build-drainer mail right after the drainer exists (row G4 throws here). */
+  /** Runs in the build-drainer mail right after the drainer exists (row GAP4 throws here). */
   afterDrainerBuilt?(drainer: Drainer): void;
   /** Runs in the drain job right before draining starts. */
   beforeDrain?(drainer: Drainer): void | Promise<void>;

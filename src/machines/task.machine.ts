@@ -40,7 +40,7 @@ import { drainMachine } from './drain.machine.ts';
 import { registryActor } from './registry.actor.ts';
 import { checkpointWriter } from './checkpoint-writer.actor.ts';
 import type { TaskServices } from './task-services.ts';
-import { STAGE_TAGS, type StageTag } from '../services/stage.ts';
+import { ENDINGS, STAGE_TAGS, type StageTag } from '../services/stage.ts';
 import { remainderFormat } from '../services/rescale/rescale-options.ts';
 
 export interface TaskInput {
@@ -49,7 +49,7 @@ export interface TaskInput {
   autoFinish?: boolean;
 }
 
-export type Outcome = 'finished' | 'failed' | 'cancelled';
+export type Outcome = (typeof ENDINGS)[number];
 
 export interface TaskContext {
   services: TaskServices;

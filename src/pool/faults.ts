@@ -47,24 +47,47 @@ export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
 };
 
 /**
- * The abort paths of docs/flink.md §4 that the pool drives a task into (`GC`,
- * a cancel during the gap, has no row of its own there).
+ * The abort paths of docs/flink.md §4 that the pool drives a task into (`GAPC`,
+ * a cancel during the gap, has no row of its own there). The gap rows are `GAP1`–`GAP5`, so
+ * that they never read as the guarantees G1–G12.
  */
 export const ABORT_PATHS = {
   F1: 'fetch fails before any spill file',
   F2: 'fetch fails after spill files exist',
   F3: 'spill file close fails',
   F4: 'cancelled during fetch',
-  G2: 'gap mail rejected',
-  G3: 'gap mail dropped',
-  G5: 'trigger-install mail rejected/dropped',
-  GC: 'cancelled during the gap',
+  GAP2: 'gap mail rejected',
+  GAP3: 'gap mail dropped',
+  GAP5: 'trigger-install mail rejected/dropped',
+  GAPC: 'cancelled during the gap',
   D1: 'drain job rejected',
   D2: 'drain throws',
   D3: 'cancelled during drain',
 } as const;
 /** A row of {@link ABORT_PATHS}. */
 export type AbortPath = keyof typeof ABORT_PATHS;
+
+/** The gap rows' earlier names (`spillway demo` printed them before the rename). */
+export const ABORT_PATH_ALIASES: Readonly<Record<string, AbortPath>> = {
+  G2: 'GAP2',
+  G3: 'GAP3',
+  G5: 'GAP5',
+  GC: 'GAPC',
+};
+
+/**
+ * The row a name stands for, its earlier name accepted too; undefined for no row.
+ *
+ * @example
+ * ```ts
+ * abortPathNamed('G3'); // 'GAP3'
+ * abortPathNamed('D1'); // 'D1'
+ * ```
+ */
+export function abortPathNamed(name: string): AbortPath | undefined {
+  if (Object.hasOwn(ABORT_PATHS, name)) return name as AbortPath;
+  return Object.hasOwn(ABORT_PATH_ALIASES, name) ? ABORT_PATH_ALIASES[name] : undefined;
+}
 
 /** The error a channel consumer throws for `drain-error`: matched by identity. */
 export class InjectedFaultError extends SpillwayError {

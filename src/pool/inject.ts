@@ -177,7 +177,7 @@ export class FaultInjector {
   }
 
   /**
-   * Row G3: a mail queued behind a blocker is dropped when the blocker closes the mailbox, so
+   * Row GAP3: a mail queued behind a blocker is dropped when the blocker closes the mailbox, so
    * its promise never settles and the gap stage hangs; only a cancel ends the task, and only
    * the registry backstop can free what the stage held.
    */

@@ -154,11 +154,11 @@ export function abortPath(plan: Plan, spillFilesOpened: number): AbortPath | und
     case 'cancel-fetch':
       return 'F4';
     case 'mail-rejected':
-      return plan.variant === 'installTrigger' ? 'G5' : 'G2';
+      return plan.variant === 'installTrigger' ? 'GAP5' : 'GAP2';
     case 'mail-dropped':
-      return plan.variant === 'installTrigger' ? 'G5' : 'G3';
+      return plan.variant === 'installTrigger' ? 'GAP5' : 'GAP3';
     case 'cancel-gap':
-      return 'GC';
+      return 'GAPC';
     case 'executor-rejected':
       return 'D1';
     case 'drain-error':

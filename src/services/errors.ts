@@ -322,7 +322,7 @@ export class AbortedError extends SpillwayError {
 }
 
 /**
- * A mail or job was refused because its mailbox or executor is no longer open (rows G2, D1).
+ * A mail or job was refused because its mailbox or executor is no longer open (rows GAP2, D1).
  *
  * @example
  * ```ts

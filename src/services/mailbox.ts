@@ -1,7 +1,7 @@
 /**
  * The task mailbox (Flink `TaskMailbox` + `MailboxExecutor`, §7.5): the single consumer that
  * runs the steps between fetch and drain. Its close is deliberately faithful to Flink: queued
- * mails are dropped and their promises never settle (row G3), which is why the fetched state
+ * mails are dropped and their promises never settle (row GAP3), which is why the fetched state
  * must be registered with the registry backstop before the first mail is posted.
  */
 import { RejectedError } from './errors.ts';
@@ -23,8 +23,8 @@ interface Mail {
  * ```ts
  * const mailbox = new Mailbox();
  * const gap = mailbox.execute('gap', () => requestPartitions());
- * mailbox.quiesce(); // queued mails still run, new ones are rejected (row G2)
- * const { names } = mailbox.close(); // still-queued mails are dropped, never settle (row G3)
+ * mailbox.quiesce(); // queued mails still run, new ones are rejected (row GAP2)
+ * const { names } = mailbox.close(); // still-queued mails are dropped, never settle (row GAP3)
  * ```
  */
 export class Mailbox {
@@ -43,7 +43,7 @@ export class Mailbox {
 
   /**
    * Queues `mail`; it starts asynchronously, after every earlier mail has settled. The returned
-   * promise settles with the mail's result, or rejects with {@link RejectedError} (row G2) if
+   * promise settles with the mail's result, or rejects with {@link RejectedError} (row GAP2) if
    * the mailbox is not open. If the mailbox is closed before the mail starts, it never settles.
    */
   execute<T>(name: string, mail: () => T | Promise<T>): Promise<T> {

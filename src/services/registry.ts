@@ -1,6 +1,6 @@
 /**
  * The `resourceCloser` backstop (Flink `AutoCloseableRegistry`, §7.1/§7.3): whatever is
- * registered here is closed when the task ends, whichever path it ends by. A dropped mail (row G3)
+ * registered here is closed when the task ends, whichever path it ends by. A dropped mail (row GAP3)
  * leaves no other owner for the fetched state, so this registry must never skip an entry and
  * must never let a late registration slip through unclosed (F5).
  */
@@ -58,7 +58,7 @@ export class CloseableRegistry {
   /**
    * Registers `c` to be closed by {@link close}, under `key` (default: `c` itself); a key that
    * is registered already keeps its place and gets the new closeable. Synchronous so that a
-   * caller can register before posting the first mail without an await in between (row G3).
+   * caller can register before posting the first mail without an await in between (row GAP3).
    *
    * @throws RegistryClosedError if the registry is closed or closing; `c` has then already been
    *   told to close (its errors are swallowed, its completion is awaited by {@link settled}).

@@ -30,3 +30,23 @@ export const STAGE_TAGS = [...STAGE_NAMES, 'running'] as const;
  * ```
  */
 export type StageTag = (typeof STAGE_TAGS)[number];
+
+/** The task machine's restoring state for each stage (`alive.restoring.<state>`). */
+export const RESTORING_STATES = { fetch: 'fetching', gap: 'gap', drain: 'draining' } as const;
+
+/** How a task ends: the task machine's final states. */
+export const ENDINGS = ['finished', 'failed', 'cancelled'] as const;
+
+/**
+ * The task's state value: a stage while restoring, `running` once recovered, then one ending.
+ * Declared here, free of XState's types, for the package's types; a test holds it equal to the
+ * value type XState derives from the task machine.
+ *
+ * @example
+ * ```ts
+ * const value: TaskStateValue = { alive: { restoring: 'draining' } };
+ * ```
+ */
+export type TaskStateValue =
+  | (typeof ENDINGS)[number]
+  | { alive: 'running' | { restoring: (typeof RESTORING_STATES)[StageName] } };

@@ -4,7 +4,10 @@
  *   it reads the user's files before any recovery starts); the bench lives outside src/;
  * - the product outside src/pool/ (the demo's fault injection, a feature of `spillway demo`)
  *   imports no fault or hook registry: the file seam counts and fails nothing unless a fault
- *   seam is handed to it.
+ *   seam is handed to it;
+ * - the product carries no switch for the mutation tests: no option swaps the task machine
+ *   (tests call `startRecoveryOn` with a machine made in their own code) and no boolean turns a
+ *   guarantee off (the spill actor is composed from its rules, the product's in `spillRules`).
  * Each check is first run on a violating source, so it can fail.
  */
 import { readFileSync } from 'node:fs';
@@ -29,6 +32,13 @@ function importsFaultRegistry(file: string, text: string): boolean {
   return viaPath || /\b(injectFault|setFsHook|fsOpCounts|resetFsSeam)\s*\(/.test(text);
 }
 
+/** Whether a source declares a machine-swapping option or a guarantee-off switch. */
+function hasMutantSwitch(text: string): boolean {
+  return /\bmachine\?\s*:|\?\?\s*taskMachine\b|\b(handOffAtAcquisition|honourAbort)\s*\??\s*[:=]/.test(
+    text,
+  );
+}
+
 describe('seams', () => {
   it('the checks flag a direct fs import and a fault registry import', () => {
     expect(importsNodeFs("import { readFileSync } from 'node:fs';")).toBe(true);
@@ -40,6 +50,21 @@ describe('seams', () => {
     ).toBe(true);
     expect(importsFaultRegistry(file, "seam.injectFault({ op: 'rm', code: 'EIO' });")).toBe(true);
     expect(importsFaultRegistry(file, "import { fsSeam } from '../fs.ts';")).toBe(false);
+  });
+
+  it('the check flags a machine option and a guarantee-off switch', () => {
+    expect(hasMutantSwitch('  machine?: typeof taskMachine;')).toBe(true);
+    expect(hasMutantSwitch('createActor(options.machine ?? taskMachine, {')).toBe(true);
+    expect(hasMutantSwitch('  readonly honourAbort?: boolean;')).toBe(true);
+    expect(
+      hasMutantSwitch('const handOffAtAcquisition = wiring.handOffAtAcquisition ?? true;'),
+    ).toBe(true);
+    expect(hasMutantSwitch('  return startRecoveryOn(taskMachine, options);')).toBe(false);
+  });
+
+  it('the product has no switch for the mutation tests (machine option, guarantee off)', () => {
+    const found = sourcesUnder(src).filter((f) => hasMutantSwitch(readFileSync(f, 'utf8')));
+    expect(found.map((f) => relative(repo, f))).toEqual([]);
   });
 
   it('nothing under src/ but services/fs.ts imports node:fs (the CLI aside)', () => {

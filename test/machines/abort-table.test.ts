@@ -280,8 +280,8 @@ function capture() {
   };
 }
 
-describe('abort table: gap (G)', () => {
-  it('G1 the channels() factory throws in requestPartitions: that error is the cause, the registry closes the state', async () => {
+describe('abort table: gap (GAP)', () => {
+  it('GAP1 the channels() factory throws in requestPartitions: that error is the cause, the registry closes the state', async () => {
     const fx = await fixture();
     const boom = new Error('no such input gate');
     const w = start(fx, {
@@ -297,7 +297,7 @@ describe('abort table: gap (G)', () => {
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('G2 a gap mail rejected by a quiesced mailbox: RejectedError is the cause, the state is closed', async () => {
+  it('GAP2 a gap mail rejected by a quiesced mailbox: RejectedError is the cause, the state is closed', async () => {
     const fx = await fixture();
     const w = start(fx, {
       taskId: 'g2',
@@ -309,7 +309,7 @@ describe('abort table: gap (G)', () => {
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('G3 a gap mail dropped by the closing mailbox never settles; cancel still deletes everything', async () => {
+  it('GAP3 a gap mail dropped by the closing mailbox never settles; cancel still deletes everything', async () => {
     const fx = await fixture();
     const blocker = deferred();
     const w = start(fx, {
@@ -340,7 +340,7 @@ describe('abort table: gap (G)', () => {
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('G4 afterDrainerBuilt throws: the drainer (main-reader grant) and the state are force-closed by the backstop', async () => {
+  it('GAP4 afterDrainerBuilt throws: the drainer (main-reader grant) and the state are force-closed by the backstop', async () => {
     const fx = await fixture();
     const boom = new Error('G4 boom');
     const w = start(fx, {
@@ -361,7 +361,7 @@ describe('abort table: gap (G)', () => {
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('G5 the installTrigger mail is rejected after the drainer exists: RejectedError is the cause, drainer and state closed', async () => {
+  it('GAP5 the installTrigger mail is rejected after the drainer exists: RejectedError is the cause, drainer and state closed', async () => {
     const fx = await fixture();
     const hooks = capture();
     const w = start(fx, {
@@ -378,7 +378,7 @@ describe('abort table: gap (G)', () => {
     await expectNoLeak(fx, w.taskDir());
   });
 
-  it('G5 the installTrigger mail is dropped after the drainer exists: checkpoints are declined, cancel closes drainer and state', async () => {
+  it('GAP5 the installTrigger mail is dropped after the drainer exists: checkpoints are declined, cancel closes drainer and state', async () => {
     const fx = await fixture();
     const hooks = capture();
     const blocker = deferred();

@@ -8,7 +8,8 @@ import { taskMachine } from '../../src/machines/task.machine.ts';
 import {
   createSpillCheckpoint,
   fetchMachine,
-  type SpillWiring,
+  spillRules,
+  type SpillRules,
 } from '../../src/machines/fetch.machine.ts';
 import { registryActor, type RegistryActorInput } from '../../src/machines/registry.actor.ts';
 import type { RegistryEvent } from '../../src/machines/events.ts';
@@ -32,11 +33,12 @@ function registryWithoutDisposer() {
   });
 }
 
-function withSpillActor(wiring: SpillWiring): typeof taskMachine {
+/** The task machine whose spill actor is the product's with `broken` in place of its rules. */
+function withSpillActor(broken: Partial<SpillRules>): typeof taskMachine {
   return taskMachine.provide({
     actors: {
       fetchMachine: fetchMachine.provide({
-        actors: { spillCheckpoint: createSpillCheckpoint(wiring) },
+        actors: { spillCheckpoint: createSpillCheckpoint({ ...spillRules, ...broken }) },
       }),
     },
   });
@@ -77,9 +79,15 @@ export function mutants(): Mutant[] {
     },
     {
       name: "hand-off moved to the stage's final output",
-      machine: withSpillActor({ handOffAtAcquisition: false }),
+      // The task dir is never handed off as acquired; state sealed after the ending goes out
+      // as the stage's output instead of being closed here.
+      machine: withSpillActor({ taskDirAcquired: () => {}, sealedAfterEnding: async () => {} }),
     },
     { name: 'CANCEL mapped to failed', machine: cancelMappedToFailed() },
-    { name: 'abort flag ignored', machine: withSpillActor({ honourAbort: false }) },
+    {
+      name: 'abort flag ignored',
+      // The writer gets a signal that never aborts.
+      machine: withSpillActor({ writerSignal: () => new AbortController().signal }),
+    },
   ];
 }

@@ -18,11 +18,11 @@
 import { basename, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import {
-  startRecovery,
+  startRecoveryOn,
   type RecoveryReport,
   type StartedRecovery as Recovery,
 } from '../../src/recover.ts';
-import type { taskMachine } from '../../src/machines/task.machine.ts';
+import { taskMachine } from '../../src/machines/task.machine.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
 import type { TaskHooks, TaskServices } from '../../src/machines/task-services.ts';
 import { channelKey } from '../../src/services/channel.ts';
@@ -154,7 +154,7 @@ class Replay {
   private readonly channels = new Map<string, ChannelLog>();
   /** Armed by DRAIN.FAILED: the main reader's next read of spill-segment-1 throws it. */
   private drainFault: Error | undefined;
-  /** Armed by GAP.FAILED: thrown by afterDrainerBuilt, i.e. with the main reader open (row G4). */
+  /** Armed by GAP.FAILED: thrown by afterDrainerBuilt, i.e. with the main reader open (row GAP4). */
   private gapFault: Error | undefined;
   private blocker: Deferred | undefined;
   private releasedAll = false;
@@ -261,7 +261,7 @@ class Replay {
     this.spillRoot = await tempDir();
     this.outDir = await tempDir();
     seam.setFsHook(this.fsHook);
-    this.recovery = startRecovery({
+    this.recovery = startRecoveryOn(this.options.machine ?? taskMachine, {
       checkpoint: this.options.fixture.path,
       spillRoot: this.spillRoot,
       limits: SMALL_LIMITS,
@@ -280,7 +280,6 @@ class Replay {
           onBarrier: (id) => void log.events.push(`b:${id}`),
         };
       },
-      ...(this.options.machine ? { machine: this.options.machine } : {}),
       ...(this.options.rescale ? { rescale: this.options.rescale } : {}),
     });
     // Taken synchronously in the first callback on `done`: G1 is about that instant.
@@ -344,7 +343,7 @@ class Replay {
         this.expectCause({ kind: 'class', ctor: RejectedError });
         return release('gap');
       case 'MAIL.DROPPED': {
-        // A running mail ahead of requestPartitions, so the close finds it queued (row G3).
+        // A running mail ahead of requestPartitions, so the close finds it queued (row GAP3).
         const mailbox = this.services.mailbox;
         this.blocker = deferred();
         const blocker = this.blocker;

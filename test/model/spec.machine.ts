@@ -20,9 +20,9 @@ export type SpecEvent =
   | { type: 'GAP.FAILED' }
   | { type: 'DRAIN.DONE' }
   | { type: 'DRAIN.FAILED' }
-  /** a gap mail is rejected: the mailbox was quiesced (row G2) */
+  /** a gap mail is rejected: the mailbox was quiesced (row GAP2) */
   | { type: 'MAIL.REJECTED' }
-  /** a gap mail is queued and then dropped by the mailbox's close (row G3) */
+  /** a gap mail is queued and then dropped by the mailbox's close (row GAP3) */
   | { type: 'MAIL.DROPPED' }
   /** the channel-IO executor was shut down before the drain job was submitted (row D1) */
   | { type: 'EXECUTOR.REJECTED' }

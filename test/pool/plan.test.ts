@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FAULT_KINDS, type FaultKind } from '../../src/pool/faults.ts';
+import { ABORT_PATHS, abortPathNamed, FAULT_KINDS, type FaultKind } from '../../src/pool/faults.ts';
 import {
   abortPath,
   FaultSchedule,
@@ -166,16 +166,23 @@ describe('abortPath', () => {
     expect(abortPath(plan('fetch-error', 'plain'), 3)).toBe('F2');
   });
 
-  it('names the trigger-install mail G5 whether it was rejected or dropped', () => {
-    expect(abortPath(plan('mail-rejected', 'requestPartitions'), 2)).toBe('G2');
-    expect(abortPath(plan('mail-dropped', 'requestPartitions'), 2)).toBe('G3');
-    expect(abortPath(plan('mail-rejected', 'installTrigger'), 2)).toBe('G5');
-    expect(abortPath(plan('mail-dropped', 'installTrigger'), 2)).toBe('G5');
+  it('names the trigger-install mail GAP5 whether it was rejected or dropped', () => {
+    expect(abortPath(plan('mail-rejected', 'requestPartitions'), 2)).toBe('GAP2');
+    expect(abortPath(plan('mail-dropped', 'requestPartitions'), 2)).toBe('GAP3');
+    expect(abortPath(plan('mail-rejected', 'installTrigger'), 2)).toBe('GAP5');
+    expect(abortPath(plan('mail-dropped', 'installTrigger'), 2)).toBe('GAP5');
   });
 
   it('a cancel while a failure cleans up is the failure’s path (F2 in fetch, D2 in drain)', () => {
     expect(abortPath(plan('cancel-after-failure', 'fetch'), 1)).toBe('F2');
     expect(abortPath(plan('cancel-after-failure', 'drain'), 5)).toBe('D2');
+  });
+
+  it('the gap rows are GAP…, never a guarantee id, and their earlier names still name them', () => {
+    expect(Object.keys(ABORT_PATHS).filter((row) => /^G\d+$/.test(row))).toEqual([]);
+    expect(['G2', 'G3', 'G5', 'GC'].map(abortPathNamed)).toEqual(['GAP2', 'GAP3', 'GAP5', 'GAPC']);
+    expect(abortPathNamed('D1')).toBe('D1');
+    expect(abortPathNamed('G1')).toBeUndefined();
   });
 
   it('loops that end finished take no abort path', () => {

@@ -1,5 +1,5 @@
 /**
- * Race: a gap mail dropped by the mailbox's close against the task's end (abort rows G2, G3).
+ * Race: a gap mail dropped by the mailbox's close against the task's end (abort rows GAP2, GAP3).
  * A blocker mail holds the mailbox when the gap stage starts; fast-check's scheduler decides when
  * the blocker finishes, when the mailbox closes (rejecting new mails, dropping queued ones), when
  * the task ends (CANCEL, FAIL or a bare stop), and the order of every file operation from then on.
@@ -95,7 +95,7 @@ describe('race: a dropped mail against task end', () => {
           if (ending === 'fail') expect(outcome.error).toBe(failure);
           else expect(outcome.error).toBeInstanceOf(CancelledError);
         } else if (outcome.error !== undefined) {
-          // The mailbox closed before a gap mail was posted: row G2, the rejection is the cause.
+          // The mailbox closed before a gap mail was posted: row GAP2, the rejection is the cause.
           seen.rejected++;
           expect(outcome.error).toBeInstanceOf(RejectedError);
         } else {
