@@ -216,7 +216,7 @@ export class ChannelFileSink {
     ) {
       return false;
     }
-    const path = join(this.dir, `${channelKey(work.info)}.bin`);
+    const path = join(this.dir, `${this.fileName(work.info)}.bin`);
     try {
       if (!fsSeam.writeNewFileSync(path, CREATE, 0o666, work.chunks)) return false;
     } catch (error) {
