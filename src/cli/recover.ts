@@ -101,12 +101,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       throw await flinkHint(checkpoint, error, remote);
     });
   } else {
-    await planFlinkRead(checkpoint, flink, {
-      remote,
-      allSubtasks: rescale !== undefined,
-    }).catch((error: unknown) => {
-      throw error instanceof RangeError ? new UsageError(error.message) : error;
-    });
+    await planFlinkRead(checkpoint, flink, { remote, allSubtasks: rescale !== undefined });
   }
   const out = await OutputDir.open(outDir, {
     overwrite: values.overwrite === true,

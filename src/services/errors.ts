@@ -105,13 +105,17 @@ export class CorruptCheckpointError extends SpillwayError {
 
 /**
  * A Flink operator named by id, uid or name that the checkpoint does not hold, or that more
- * than one of its operators match. Bad input (exit 2); `candidates` lists what the checkpoint
- * does hold (or, when ambiguous, the operators that matched), as `id (name, uid)` strings.
+ * than one of its operators match, or (`kind` `'subtask'`) a subtask outside the operator's
+ * parallelism. Bad input (exit 2); `candidates` lists what the checkpoint does hold (or, when
+ * ambiguous, the operators that matched), as `id (name, uid)` strings, or for a subtask the
+ * range `0..P-1`; `subtask` is the subtask asked for.
  *
  * @example
  * ```ts
  * const error = new UnknownOperatorError('chk-3/_metadata', 'sink', 'unknown', ['6cdc… (map)']);
  * error.message; // "chk-3/_metadata: unknown operator 'sink'; operators: 6cdc… (map)"
+ * new UnknownOperatorError('chk-3/_metadata', '6cdc…', 'subtask', ['0..1'], 9).message;
+ * // 'chk-3/_metadata: operator 6cdc… has parallelism 2; subtask 9 does not exist (0..1)'
  * ```
  */
 export class UnknownOperatorError extends SpillwayError {
@@ -120,14 +124,24 @@ export class UnknownOperatorError extends SpillwayError {
   constructor(
     readonly file: string,
     readonly operator: string,
-    readonly kind: 'unknown' | 'ambiguous' = 'unknown',
+    readonly kind: 'unknown' | 'ambiguous' | 'subtask' = 'unknown',
     readonly candidates: readonly string[] = [],
+    readonly subtask?: number,
   ) {
     super(
-      `${file}: ${kind} operator '${operator}'; ` +
-        `${kind === 'unknown' ? 'operators' : 'matches'}: ${candidates.join(', ') || 'none'}`,
+      kind === 'subtask'
+        ? `${file}: operator ${operator} has parallelism ${parallelismOf(candidates)}; ` +
+            `subtask ${subtask} does not exist (${candidates.join(', ') || 'none'})`
+        : `${file}: ${kind} operator '${operator}'; ` +
+            `${kind === 'unknown' ? 'operators' : 'matches'}: ${candidates.join(', ') || 'none'}`,
     );
   }
+}
+
+/** The parallelism `P` of a subtask range `0..P-1` (0 when there is none). */
+function parallelismOf(candidates: readonly string[]): number {
+  const last = /^0\.\.(\d+)$/.exec(candidates[0] ?? '');
+  return last === null ? 0 : Number(last[1]) + 1;
 }
 
 /**
@@ -587,9 +601,12 @@ export type AnySpillwayError =
   | CorruptCheckpointError
   | CheckpointPathError
   | CheckpointChangedError
+  | UnknownOperatorError
   | RemoteNotFoundError
   | RemoteAccessError
   | RemoteError
+  | RemoteUnsupportedError
+  | RemoteTimeoutError
   | CheckpointDeclinedError
   | AbortedError
   | RejectedError

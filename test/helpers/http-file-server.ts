@@ -23,7 +23,11 @@ export async function etagOf(file: string): Promise<string> {
   return `"${st.size.toString(16)}-${Math.round(st.mtimeMs).toString(16)}"`;
 }
 
-export async function startFileServer(dir: string): Promise<FileServer> {
+/** `etag: false` serves without an `ETag` (a store that gives none: a resume must re-check). */
+export async function startFileServer(
+  dir: string,
+  options: { etag?: boolean } = {},
+): Promise<FileServer> {
   const requests: FileServer['requests'] = [];
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
@@ -35,9 +39,9 @@ export async function startFileServer(dir: string): Promise<FileServer> {
         res.writeHead(404).end();
         return;
       }
-      const etag = await etagOf(file);
+      const etag = options.etag === false ? undefined : await etagOf(file);
       const ifMatch = req.headers['if-match'];
-      if (ifMatch !== undefined && ifMatch !== etag) {
+      if (etag !== undefined && ifMatch !== undefined && ifMatch !== etag) {
         res.writeHead(412).end();
         return;
       }
@@ -48,7 +52,11 @@ export async function startFileServer(dir: string): Promise<FileServer> {
         res.writeHead(416, { 'content-range': `bytes */${st.size}` }).end();
         return;
       }
-      const headers = { etag, 'accept-ranges': 'bytes', 'content-length': last + 1 - start };
+      const headers = {
+        ...(etag !== undefined ? { etag } : {}),
+        'accept-ranges': 'bytes',
+        'content-length': last + 1 - start,
+      };
       if (m === null) res.writeHead(200, headers);
       else {
         res.writeHead(206, {

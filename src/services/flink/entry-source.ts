@@ -8,7 +8,8 @@
  */
 import type { CheckpointVisitor } from '../checkpoint/reader.ts';
 import type { SourceOptions } from '../checkpoint/source.ts';
-import { AbortedError } from '../errors.ts';
+import { redactLocation } from '../checkpoint/redact.ts';
+import { AbortedError, UnknownOperatorError } from '../errors.ts';
 import {
   readDelegateEntries,
   CHANNEL_STATE_INT_BYTES,
@@ -88,7 +89,8 @@ interface Group {
  * holding `_metadata`, or the `_metadata` itself; local, `http(s)://` or `s3://`) into
  * `visitor`.
  *
- * Errors: an unknown or ambiguous operator is an `UnknownOperatorError`; a path outside the
+ * Errors: an unknown or ambiguous operator, or a subtask outside the operator's parallelism,
+ * is an `UnknownOperatorError`; a path outside the
  * allowed roots a `CheckpointPathError` naming the path and the flag; malformed metadata or
  * channel-state bytes a `CorruptCheckpointError` naming the file and the byte.
  *
@@ -211,7 +213,7 @@ export async function planFlinkRead(
 /**
  * The subtask states to read: the one asked for, or every one ascending. A subtask the
  * operator has no state for (finished, or never written) reads as no channels; one outside
- * the operator's parallelism is refused.
+ * the operator's parallelism is bad input, an `UnknownOperatorError` of kind `'subtask'`.
  */
 function selectSubtasks(
   metadata: FlinkCheckpointMetadata,
@@ -223,9 +225,12 @@ function selectSubtasks(
   if (all) return sorted;
   const n = selection.subtask;
   if (!Number.isSafeInteger(n) || n < 0 || n >= operator.parallelism) {
-    throw new RangeError(
-      `${metadata.location}: operator ${operator.id} has parallelism ${operator.parallelism}; ` +
-        `subtask ${n} does not exist (0..${operator.parallelism - 1})`,
+    throw new UnknownOperatorError(
+      redactLocation(metadata.location),
+      operator.id,
+      'subtask',
+      operator.parallelism > 0 ? [`0..${operator.parallelism - 1}`] : [],
+      n,
     );
   }
   return sorted.filter((s) => s.index === n);

@@ -3,6 +3,7 @@
  * per subtask how many input channels and result subpartitions have a channel-state handle and
  * how many bytes those hold, as Flink's `getStateSize()` counts them (entry lengths included).
  */
+import { CancelledError, SpillwayError, ours } from '../errors.ts';
 import { readFlinkMetadata } from './metadata.ts';
 import type {
   FlinkChannelHandle,
@@ -78,7 +79,9 @@ export function listFlinkMetadata(meta: FlinkCheckpointMetadata): FlinkCheckpoin
  * Lists a Flink checkpoint's operators and per-subtask channel state: `location` is a checkpoint
  * directory holding `_metadata` or the file itself, local, `http(s)://` or `s3://`.
  *
- * @throws CorruptCheckpointError for a malformed `_metadata` (file and byte offset).
+ * @throws CorruptCheckpointError for a malformed `_metadata` (file and byte offset); every
+ * other failure is a `SpillwayError` too (`CheckpointPathError`, a remote error, `IoError`, a
+ * `CancelledError` whose `cause` is the signal's reason).
  * @example
  * ```ts
  * const { operators } = await listFlinkCheckpoint('/ckpt/job/chk-17');
@@ -89,5 +92,16 @@ export async function listFlinkCheckpoint(
   location: string,
   options: ReadFlinkMetadataOptions = {},
 ): Promise<FlinkCheckpointListing> {
-  return listFlinkMetadata(await readFlinkMetadata(location, options));
+  try {
+    return listFlinkMetadata(await readFlinkMetadata(location, options));
+  } catch (error) {
+    // Every error leaving the library is ours (DESIGN §5): an abort is a CancelledError whose
+    // cause is the signal's reason, a read's errno an IoError, anything else an InternalError.
+    if (options.signal?.aborted === true && !(error instanceof SpillwayError)) {
+      throw new CancelledError('listing the Flink checkpoint was cancelled', {
+        cause: options.signal.reason,
+      });
+    }
+    throw ours(error);
+  }
 }

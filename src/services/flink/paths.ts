@@ -134,6 +134,11 @@ export class FlinkPaths {
   private readonly allowPaths: readonly string[];
   /** Real paths of the local roots (symlinks resolved), computed once. */
   private realRoots: Promise<string[]> | undefined;
+  /**
+   * Real paths asked for so far: every handle of a shared file names the same file and the
+   * same roots, and a realpath per handle was most of a plan's time.
+   */
+  private readonly reals = new Map<string, Promise<string>>();
 
   constructor(
     readonly metadataLocation: string,
@@ -299,7 +304,7 @@ export class FlinkPaths {
   private async checkReal(path: string, roots: string[], escape: () => never): Promise<void> {
     let real: string;
     try {
-      real = await fsSeam.realpath(path);
+      real = await this.realpath(path);
     } catch (error) {
       const errno = errnoOf(error);
       if (errno === 'ENOENT' || errno === 'ENOTDIR') return;
@@ -310,7 +315,19 @@ export class FlinkPaths {
         });
       throw error;
     }
-    const realRoots = await Promise.all(roots.map((r) => fsSeam.realpath(r).catch(() => r)));
+    const realRoots = await Promise.all(roots.map((r) => this.realpath(r).catch(() => r)));
     if (!realRoots.some((r) => isWithin(real, r, false))) escape();
+  }
+
+  /** `fsSeam.realpath(path)`, asked once per path for this checkpoint (its answer reused). */
+  private realpath(path: string): Promise<string> {
+    let real = this.reals.get(path);
+    if (real === undefined) {
+      real = fsSeam.realpath(path);
+      // Awaited by every caller; this only keeps a rejection cached for a later one unhandled-free.
+      real.catch(() => undefined);
+      this.reals.set(path, real);
+    }
+    return real;
   }
 }
