@@ -344,6 +344,50 @@ export const fsSeam = {
   },
 
   /**
+   * Whether the synchronous operations below may be used: only when no interceptor is installed
+   * (tests, the demo's faults), since an interceptor may pause an operation, which only the async
+   * operations can wait for. Callers take the async path otherwise, as
+   * {@link fsSeam.writeNewFileSync} does.
+   *
+   * @example
+   * ```ts
+   * if (fsSeam.syncAllowed()) fsSeam.linkSync(staged, target);
+   * else await fsSeam.link(staged, target);
+   * ```
+   */
+  syncAllowed(): boolean {
+    return interceptor === undefined;
+  },
+
+  /**
+   * {@link fsSeam.link} without a thread-pool round trip (publishing hundreds of thousands of
+   * small files: the round trips, not the kernel, were the cost). Only where
+   * {@link fsSeam.syncAllowed}.
+   */
+  linkSync(from: string, to: string): void {
+    gateSync('link', to);
+    fs.linkSync(from, to);
+  },
+
+  /** {@link fsSeam.rename}, synchronously; only where {@link fsSeam.syncAllowed}. */
+  renameSync(from: string, to: string): void {
+    gateSync('rename', from);
+    fs.renameSync(from, to);
+  },
+
+  /** {@link fsSeam.lstat}, synchronously; undefined for a missing path. Only where {@link fsSeam.syncAllowed}. */
+  lstatSync(path: string): fs.Stats | undefined {
+    gateSync('lstat', path);
+    return fs.lstatSync(path, { throwIfNoEntry: false });
+  },
+
+  /** {@link fsSeam.unlink}, synchronously; only where {@link fsSeam.syncAllowed}. */
+  unlinkSync(path: string): void {
+    gateSync('unlink', path);
+    fs.unlinkSync(path);
+  },
+
+  /**
    * Closes a descriptor (the `close` operation). An injected fault still closes it, as a real
    * failed close(2) does: no descriptor may leak through a test.
    */

@@ -43,6 +43,12 @@ const STAGING_RE = /^\.spillway-staging-([0-9a-z]{1,8})-(\d{1,10})-(\d{1,20})-[0
 const CHANNEL_FILE_RE = /^(?:gate-\d+-channel-\d+|partition-\d+-subpartition-\d+)\.bin$/;
 /** Renames in flight at once while publishing: several, so the thread pool is never idle. */
 const PUBLISH_IN_FLIGHT = 8;
+/**
+ * Files moved synchronously per turn of the event loop when no fault seam is installed: a link
+ * through the thread pool cost more than the link itself (262,144 one-byte channels), and
+ * between turns a signal still gets in and aborts the publish before its commit point.
+ */
+const SYNC_MOVES_PER_TURN = 256;
 const PUBLISHED = 1;
 const MOVED_ASIDE = 2;
 /** Where a replaced file waits inside the staging dir until the publish is complete. */
@@ -196,6 +202,13 @@ export class OutputDir {
         throw new AbortedError(`publishing into ${this.dir} cancelled`, { cause: signal.reason });
       }
     };
+    const refuseUnlessFile = (name: string, st: Stats): void => {
+      if (!st.isFile() && !st.isSymbolicLink()) {
+        throw new OutputDirError(this.dir, `${name} is ${kindOf(st)}, not a channel file; refused`);
+      }
+    };
+    const linkError = (name: string, error: unknown): unknown =>
+      errnoOf(error) === 'EEXIST' ? new OutputExistsError(this.dir, name) : error;
     const publishOne = async (k: number): Promise<void> => {
       const { name, staged, target, aside } = names(k);
       checkpoint();
@@ -205,12 +218,7 @@ export class OutputDir {
           throw error;
         });
         if (st !== undefined) {
-          if (!st.isFile() && !st.isSymbolicLink()) {
-            throw new OutputDirError(
-              this.dir,
-              `${name} is ${kindOf(st)}, not a channel file; refused`,
-            );
-          }
+          refuseUnlessFile(name, st);
           await fsSeam.rename(target, aside);
           done[k]! |= MOVED_ASIDE;
           checkpoint();
@@ -219,16 +227,38 @@ export class OutputDir {
       // A link, never a rename: it fails instead of replacing a name taken meanwhile, and the
       // staged name stays, so its inode tells our file from anyone else's until the commit.
       await fsSeam.link(staged, target).catch((error: unknown) => {
-        throw errnoOf(error) === 'EEXIST' ? new OutputExistsError(this.dir, name) : error;
+        throw linkError(name, error);
       });
       done[k]! |= PUBLISHED;
     };
+    // The same moves, synchronously (no fault seam installed): each step is recorded in `done`
+    // as soon as it happened, so an undo after a failure or a signal is the same.
+    const publishOneSync = (k: number): void => {
+      const { name, staged, target, aside } = names(k);
+      checkpoint();
+      if (this.overwrite) {
+        const st = fsSeam.lstatSync(target);
+        if (st !== undefined) {
+          refuseUnlessFile(name, st);
+          fsSeam.renameSync(target, aside);
+          done[k]! |= MOVED_ASIDE;
+        }
+      }
+      try {
+        fsSeam.linkSync(staged, target);
+      } catch (error) {
+        throw linkError(name, error);
+      }
+      done[k]! |= PUBLISHED;
+    };
+    const sync = fsSeam.syncAllowed();
     // Written and synced before the first move: from here a crash is rolled back by the next
     // run, so the exit hook must not remove the staging dir (it would take the originals).
     await writeSynced(join(this.stagingDir, PUBLISHING), journalText(this.overwrite));
     releaseAtExit(this.stagingDir);
     try {
-      await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, publishOne);
+      if (sync) await forEachInTurns(channels.length, publishOneSync);
+      else await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, publishOne);
       checkpoint();
       await syncDir(this.dir);
       // The commit point.
@@ -251,6 +281,15 @@ export class OutputDir {
     // Past the commit point nothing fails the run: what cannot be removed now is the next
     // run's to complete (its journal says committed).
     await syncDir(this.stagingDir).catch(() => undefined);
+    if (sync) {
+      // The staged links (and replaced originals) go in turns too; whatever fails here is left
+      // to the general delete below, which reports it.
+      await forEachInTurns(channels.length, (k) => {
+        const { staged, aside } = names(k);
+        fsSeam.unlinkSync(staged);
+        if ((done[k]! & MOVED_ASIDE) !== 0) fsSeam.unlinkSync(aside);
+      }).catch(() => undefined);
+    }
     await this.removeStaging().catch((e: unknown) =>
       this.log(
         `spillway recover: could not remove ${this.stagingDir} (${String(errnoOf(e) ?? e)}); the next run into ${this.dir} completes it`,
@@ -468,6 +507,19 @@ async function removeIfEmpty(dir: string): Promise<boolean> {
   if ((await fsSeam.readdir(dir)).length !== 0) return false;
   await fsSeam.rm(dir);
   return true;
+}
+
+/**
+ * Runs the synchronous `fn` over the indices `0 … count-1`, yielding to the event loop every
+ * {@link SYNC_MOVES_PER_TURN} (a signal's handler runs then); stops at the first throw.
+ */
+async function forEachInTurns(count: number, fn: (index: number) => void): Promise<void> {
+  for (let k = 0; k < count; k++) {
+    if (k > 0 && k % SYNC_MOVES_PER_TURN === 0) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    fn(k);
+  }
 }
 
 /**
