@@ -108,6 +108,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const err = styleFor(io.err);
 
   const signals = trapSignals();
+  // A closed terminal or reader (EIO, EPIPE on stdout or stderr) leaves no one to watch: the run
+  // stops as on a signal, so its temp dir goes now rather than after every remaining loop.
+  const outputGone = new AbortController();
+  const onOutputError = (e: Error) => {
+    if (!outputGone.signal.aborted) outputGone.abort(e);
+  };
+  io.out.on('error', onOutputError);
+  io.err.on('error', onOutputError);
+  const stop = AbortSignal.any([signals.signal, outputGone.signal]);
   let server: InspectorServer | undefined;
   try {
     if (port !== undefined) {
@@ -156,7 +165,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     let metrics;
     let leftovers: string[];
     try {
-      metrics = await box.pool.run(loops, { signal: signals.signal });
+      metrics = await box.pool.run(loops, { signal: stop });
     } finally {
       clearInterval(timer);
       progress.done();
@@ -213,6 +222,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       );
       return clean ? signals.exitCode : 1;
     }
+    // Cut short with no one left to tell: not a success, whatever the loops so far showed.
+    if (outputGone.signal.aborted && metrics.loops < loops) return 1;
     if (!clean) {
       io.err.write(
         `spillway demo: ${err.red('FAILED')}: ${metrics.leakedFiles + leftovers.length} leaked, ` +
@@ -222,12 +233,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (inspector) {
       io.err.write(`spillway demo: inspector still serving at ${inspector.url} — Ctrl-C to exit\n`);
       await new Promise<void>((resolve) => {
-        if (signals.signal.aborted) resolve();
-        else signals.signal.addEventListener('abort', () => resolve(), { once: true });
+        if (stop.aborted) resolve();
+        else stop.addEventListener('abort', () => resolve(), { once: true });
       });
     }
     return clean ? 0 : 1;
   } finally {
+    io.out.off('error', onOutputError);
+    io.err.off('error', onOutputError);
     signals.dispose();
     await server?.close();
   }

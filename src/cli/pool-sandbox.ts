@@ -4,6 +4,7 @@
  * teardown that proves the spill root was left empty before removing the whole dir.
  */
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
@@ -57,6 +58,10 @@ export interface Sandbox {
 export async function openSandbox(options: SandboxOptions): Promise<Sandbox> {
   const dir = join(tmpdir(), `spillway-${options.name}-${randomBytes(4).toString('hex')}`);
   await fsSeam.mkdir(dir, { mode: 0o700 });
+  // Any ending that skips close() (a third signal's process.exit, an uncaught throw) still runs
+  // the 'exit' hook: the temp dir holds the checkpoint's copies (tens of MiB) and must not stay.
+  const onExit = () => rmSync(dir, { recursive: true, force: true });
+  process.on('exit', onExit);
   const work = join(dir, 'work');
   let pool: TaskManager | undefined;
   let closing: Promise<{ leftovers: string[] }> | undefined;
@@ -81,6 +86,7 @@ export async function openSandbox(options: SandboxOptions): Promise<Sandbox> {
         });
       });
       await attempt(() => fsSeam.rm(dir));
+      process.off('exit', onExit);
       if (first !== undefined) throw first;
       return { leftovers };
     })());

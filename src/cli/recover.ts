@@ -16,7 +16,13 @@ import { trapSignals } from './signals.ts';
 import { oneLine, reportError } from './errors.ts';
 import { progressText } from './progress-text.ts';
 import type { RecoveryProgress } from '../services/progress.ts';
-import { recordRows, rescaleFromArgs, rescaleOptionSpec, rescaleUsage } from './rescale-arg.ts';
+import {
+  recordRows,
+  refuseV1ForRescale,
+  rescaleFromArgs,
+  rescaleOptionSpec,
+  rescaleUsage,
+} from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
 import { planFlinkRead } from '../services/flink/entry-source.ts';
 
@@ -100,6 +106,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await checkCheckpointSource(checkpoint, remote).catch(async (error: unknown) => {
       throw await flinkHint(checkpoint, error, remote);
     });
+    if (rescale !== undefined) await refuseV1ForRescale(checkpoint, shown);
   } else {
     await planFlinkRead(checkpoint, flink, { remote, allSubtasks: rescale !== undefined });
   }

@@ -2,6 +2,12 @@
  * `--rescale I/P[/M]` and `--key-bytes K` of `spillway recover`, and how a rescaled run's
  * record counts are shown. Bad values are a `UsageError` (exit 2).
  */
+import { open } from 'node:fs/promises';
+import {
+  CHECKPOINT_HEADER_BYTES,
+  CHECKPOINT_MAGIC,
+  CHECKPOINT_VERSION,
+} from '../services/checkpoint/format.ts';
 import type { RecordReport } from '../services/rescale/filtering-spill.ts';
 import type { RescaleTarget } from '../services/rescale/key-groups.ts';
 import { resolveRescaleTarget } from '../services/rescale/rescale-options.ts';
@@ -87,4 +93,40 @@ export function recordRows(records: RecordReport | undefined): [string, number][
     ['records kept', records.kept],
     ['records dropped', records.dropped],
   ];
+}
+
+/**
+ * Refuses `--rescale` on a local SPWC v1 file before anything is created: v1 entries carry no
+ * old subtask and hold raw bytes, not records, so the record parser would call the file
+ * corrupt at its first odd length when it is merely the wrong kind (exit 2, one line). Other
+ * sources (remote, not SPWC) are left to the recovery, which reports them as it reads.
+ *
+ * @example
+ * ```ts
+ * await refuseV1ForRescale('state.spwc', 'state.spwc'); // throws UsageError for a v1 file
+ * ```
+ */
+export async function refuseV1ForRescale(path: string, shown: string): Promise<void> {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) return;
+  let header: Buffer;
+  try {
+    const file = await open(path, 'r');
+    try {
+      header = Buffer.alloc(CHECKPOINT_HEADER_BYTES);
+      const { bytesRead } = await file.read(header, 0, header.length, 0);
+      if (bytesRead < header.length) return;
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return; // Unreadable: the recovery's own check names the reason.
+  }
+  if (
+    header.subarray(0, 4).equals(CHECKPOINT_MAGIC) &&
+    header.readUInt32BE(4) === CHECKPOINT_VERSION
+  ) {
+    throw new UsageError(
+      `${shown}: not a record checkpoint (v1; rescaling needs v2, as written by 'spillway checkpoint make --records')`,
+    );
+  }
 }

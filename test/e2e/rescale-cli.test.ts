@@ -88,4 +88,26 @@ describe('spillway recover --rescale', () => {
       expect(await listTree(out)).toEqual([]);
     });
   }
+
+  it('a v1 checkpoint is not a record checkpoint: exit 2, one line saying rescaling needs v2 (not "corrupt"), text and JSON, nothing written', async () => {
+    const dir = await makeTempRoot();
+    const file = join(dir, 'v1.spwc');
+    const made = await runCli(['checkpoint', 'make', '--out', file, '--mb', '1']);
+    expect(made.code, made.stderr).toBe(0);
+    const out = join(dir, 'out');
+    const root = join(dir, 'root');
+    await mkdir(root);
+    const text = await runRecover(file, out, root, ['--rescale', '0/2']);
+    expect(text.code).toBe(2);
+    expect(lines(text.stderr)).toHaveLength(1);
+    expect(text.stderr).toContain('not a record checkpoint (v1; rescaling needs v2');
+    expect(text.stderr).not.toMatch(/corrupt|negative record length/);
+    const json = await runRecover(file, out, root, ['--rescale', '0/2', '--json']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout).error.message).toContain(
+      'not a record checkpoint (v1; rescaling needs v2',
+    );
+    expect(await listTree(out)).toEqual([]);
+    expect(await spillLeftovers(root)).toEqual([]);
+  });
 });
