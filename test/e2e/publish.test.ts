@@ -155,6 +155,31 @@ describe('G10 publishing is one step', () => {
     300_000,
   );
 
+  // Without a fs hook the publish moves files synchronously, 256 per turn of the event loop:
+  // a signal must still get in between turns and undo every move.
+  it.each([false, true])(
+    'G10 SIGTERM mid-publish on the synchronous batched path (overwrite %s): the dir is as found, exit 143',
+    async (overwriting) => {
+      const { out, root, before } = await setup(overwriting);
+      const child = spawnFixture('cli-signal-at-publish.ts', [
+        'SIGTERM',
+        'recover',
+        checkpoint,
+        '--out',
+        out,
+        '--spill-root',
+        root,
+        ...(overwriting ? ['--overwrite'] : []),
+      ]);
+      const { code } = await child.exited;
+      expect(child.stderr).toContain('signalled-at=publishing');
+      expect(code, child.stderr).toBe(143);
+      expect(same(await snapshot(out), before), child.stderr).toBe(true);
+      expect(await spillLeftovers(root)).toEqual([]);
+    },
+    300_000,
+  );
+
   it('G10 kill -9 mid --overwrite publish, then a new run: every original is restored, no user file lost', async () => {
     const { out, root, before } = await setup(true);
     const killed = await recoverSignalledAt('SIGKILL', 'link,rename', 15_001, out, root, [
