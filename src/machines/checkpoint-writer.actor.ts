@@ -54,9 +54,12 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
         cause: userSignal?.reason,
       });
     // Refused before anything is cut or written: an `out` that exists or cannot be made.
+    // Checked synchronously: a round trip here would let the drain run on, and a checkpoint
+    // asked for while the task was draining could find the task ended (G6's cut must follow
+    // the request within the same turn).
     if (!signal.aborted) {
       try {
-        await checkRemainderOut(out);
+        checkRemainderOut(out);
       } catch (error) {
         reply.reject(toError(error));
         return;

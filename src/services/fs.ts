@@ -232,6 +232,12 @@ export const fsSeam = {
     return fsp.lstat(path);
   },
 
+  /** `stat` without a thread-pool round trip, for a check that must not let time pass. */
+  statSync(path: string): fs.Stats {
+    gateSync('stat', path);
+    return fs.statSync(path);
+  },
+
   /** Where `path` really leads (every symlink resolved); gated as an `lstat`, what it does. */
   async realpath(path: string): Promise<string> {
     await gate('lstat', path);
@@ -375,7 +381,10 @@ export const fsSeam = {
     fs.renameSync(from, to);
   },
 
-  /** {@link fsSeam.lstat}, synchronously; undefined for a missing path. Only where {@link fsSeam.syncAllowed}. */
+  /**
+   * {@link fsSeam.lstat}, synchronously; undefined for a missing path. Only where
+   * {@link fsSeam.syncAllowed}, or where no time may pass (the checkpoint out check).
+   */
   lstatSync(path: string): fs.Stats | undefined {
     gateSync('lstat', path);
     return fs.lstatSync(path, { throwIfNoEntry: false });

@@ -143,36 +143,36 @@ async function moveInto(from: string, to: string): Promise<void> {
  *
  * @example
  * ```ts
- * await checkRemainderOut('cp-7.spwc'); // throws CheckpointOutError (EEXIST) if it exists
+ * checkRemainderOut('cp-7.spwc'); // throws CheckpointOutError (EEXIST) if it exists
  * ```
  */
-export async function checkRemainderOut(out: string): Promise<void> {
+export function checkRemainderOut(out: string): void {
   if (isRemoteLocation(out)) return;
+  let existing;
   try {
-    await fsSeam.lstat(out);
+    existing = fsSeam.lstatSync(out);
   } catch (e) {
-    const errno = errnoOf(e);
-    if (errno !== 'ENOENT') {
-      throw new CheckpointOutError(out, errno ?? 'EIO', (e as Error).message, { cause: e });
-    }
-    const dir = dirname(out);
-    let isDir: boolean;
-    try {
-      isDir = (await fsSeam.stat(dir)).isDirectory();
-    } catch (e2) {
-      const errno2 = errnoOf(e2) ?? 'EIO';
-      const reason =
-        errno2 === 'ENOENT' ? `its directory ${dir} does not exist` : (e2 as Error).message;
-      throw new CheckpointOutError(out, errno2, reason, { cause: e2 });
-    }
-    if (!isDir) throw new CheckpointOutError(out, 'ENOTDIR', `${dir} is not a directory`);
-    return;
+    const errno = errnoOf(e) ?? 'EIO';
+    throw new CheckpointOutError(out, errno, (e as Error).message, { cause: e });
   }
-  throw new CheckpointOutError(
-    out,
-    'EEXIST',
-    'already exists (a checkpoint never replaces a file)',
-  );
+  if (existing !== undefined) {
+    throw new CheckpointOutError(
+      out,
+      'EEXIST',
+      'already exists (a checkpoint never replaces a file)',
+    );
+  }
+  const dir = dirname(out);
+  let isDir: boolean;
+  try {
+    isDir = fsSeam.statSync(dir).isDirectory();
+  } catch (e) {
+    const errno = errnoOf(e) ?? 'EIO';
+    const reason =
+      errno === 'ENOENT' ? `its directory ${dir} does not exist` : (e as Error).message;
+    throw new CheckpointOutError(out, errno, reason, { cause: e });
+  }
+  if (!isDir) throw new CheckpointOutError(out, 'ENOTDIR', `${dir} is not a directory`);
 }
 
 /**
