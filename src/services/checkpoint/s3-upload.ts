@@ -125,10 +125,11 @@ export async function uploadFile(
         client.send(
           new s3.AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }),
         );
-      const aborted = await abort().then(
+      let abortError: unknown;
+      let aborted = await abort().then(
         () => true,
         (e: unknown) => {
-          if (error instanceof Error) addSuppressed(error, s3Error(shown, e));
+          abortError = e;
           return false;
         },
       );
@@ -136,11 +137,20 @@ export async function uploadFile(
       // not succeed … it might be necessary to abort a given multipart upload multiple times".
       // A part whose request failed on our side (a reset) may still be landing at the store,
       // and would be an orphan billed forever: abort again once it has had time to land.
-      // The later aborts usually find no such upload, which is the point.
-      for (const ms of aborted ? REABORT_AFTER_MS : []) {
+      // The later aborts usually find no such upload, which is the point. They run after a
+      // failed first abort too (its request may have met the same broken connection): only
+      // when every one failed is the upload reported as possibly left behind.
+      for (const ms of REABORT_AFTER_MS) {
         await new Promise((resolve) => setTimeout(resolve, ms));
-        await abort().catch(() => undefined);
+        if (
+          await abort().then(
+            () => true,
+            () => false,
+          )
+        )
+          aborted = true;
       }
+      if (!aborted && error instanceof Error) addSuppressed(error, s3Error(shown, abortError));
     }
     throw error;
   } finally {
