@@ -1,9 +1,17 @@
 // The package build: compile src/, inspector/ and bench/ to dist/ (ESM, .d.ts, source maps),
 // then copy the inspector's page, which is plain browser JavaScript served as it is.
-// Run by `npm run build`, and by `prepare` / `prepack`, so a git install and `npm pack` both
-// get a working package.
+// Run by `npm run build`, and by `prepack`, so `npm pack` gets a working package.
+//
+// Then the entries a user imports (the package entry and its subpaths) are bundled in place by
+// esbuild, xstate included, with the modules they share split into chunks (one copy of each
+// class, so `instanceof` holds across subpaths): loading 63 modules and xstate's own files cost
+// `import('spillway')` ~1.7x the start of a bare node; one minified file costs ~1.2x
+// (docs/performance.md). The rest of dist/ (the CLI, which loads its commands lazily, and
+// `spillway bench`) stays tsc's module-per-file output. Declarations are tsc's throughout.
 import { execFileSync } from 'node:child_process';
+import { build } from 'esbuild';
 import { cpSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,4 +25,49 @@ execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], {
 });
 cpSync(join(root, 'inspector', 'page'), join(root, 'dist', 'inspector', 'page'), {
   recursive: true,
+});
+
+// What a user imports: package.json `exports` (the CLI is not among them). Each subpath entry
+// also loads the package entry, so everything the entry needs sits in one shared chunk:
+// `import('spillway')` reads two files, not one per combination of entries sharing a module.
+const entries = ['src/index', 'src/machines', 'src/testing', 'src/rescale', 'inspector/index'];
+const CORE = join(root, 'dist', 'src', 'index.js');
+await build({
+  entryPoints: entries.map((e) => ({ in: join(root, 'dist', `${e}.js`), out: e })),
+  outdir: join(root, 'dist'),
+  allowOverwrite: true,
+  bundle: true,
+  splitting: true,
+  chunkNames: 'src/chunks/[name]-[hash]',
+  format: 'esm',
+  platform: 'node',
+  target: 'node20.19',
+  // Optional peers and the native CRC stay the user's own install, loaded when needed.
+  external: ['@aws-sdk/*', '@statelyai/inspect', '@node-rs/crc32', 'ws'],
+  minify: true,
+  // Error classes take their `name` from the class (`new.target.name`).
+  keepNames: true,
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  plugins: [
+    {
+      name: 'subpaths-share-the-entry',
+      setup(b) {
+        b.onLoad({ filter: /\.js$/ }, async (args) => {
+          const e = entries.find((n) => args.path === join(root, 'dist', `${n}.js`));
+          if (e === undefined || e === 'src/index') return undefined;
+          const code = await readFile(args.path, 'utf8');
+          return {
+            contents: `${code}\nimport ${JSON.stringify(CORE)};\n`,
+            loader: 'js',
+            resolveDir: dirname(args.path),
+          };
+        });
+        // The package declares `sideEffects: false`; this one import is kept for its chunking.
+        b.onResolve({ filter: /index\.js$/ }, (args) =>
+          args.path === CORE ? { path: CORE, sideEffects: true } : undefined,
+        );
+      },
+    },
+  ],
 });

@@ -235,6 +235,50 @@ console.log(JSON.stringify([
     expect(JSON.parse(result.stdout)).toEqual(['function', 1, 'function', 86, false]);
   });
 
+  it('import("spillway") reads a few bundled files, not the Flink reader, and subpaths share one copy of each class', async () => {
+    // A load hook lists the package's files as Node loads them (hooks run on their own thread,
+    // so they append to a file).
+    const log = join(work, 'loaded.log');
+    await writeFile(
+      join(app, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs';
+export async function load(url, context, next) {
+  if (url.includes('/node_modules/spillway/')) appendFileSync(${JSON.stringify(log)}, url + '\\n');
+  return next(url, context);
+}
+`,
+    );
+    await writeFile(
+      join(app, 'register.mjs'),
+      `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`,
+    );
+    await writeFile(join(app, 'entry-only.mjs'), `await import('spillway');\n`);
+    const entryOnly = await run(
+      process.execPath,
+      ['--import', './register.mjs', 'entry-only.mjs'],
+      {
+        cwd: app,
+      },
+    );
+    expect(entryOnly.stderr).toBe('');
+    const loaded = (await readFile(log, 'utf8')).trim().split('\n');
+    expect(loaded.length).toBeLessThanOrEqual(4);
+    expect(loaded.filter((u) => /entry-source|metadata/.test(u))).toEqual([]);
+
+    await writeFile(join(app, 'garbage.spwc'), Buffer.from('not a checkpoint at all'));
+    await writeFile(
+      join(app, 'one-copy.mjs'),
+      `import { CorruptCheckpointError, SpillwayError } from 'spillway';
+import { readCheckpoint } from 'spillway/testing';
+const error = await readCheckpoint('garbage.spwc', { onEntry() {}, onPayload() {} }).catch((e) => e);
+console.log(JSON.stringify([error.name, error instanceof CorruptCheckpointError, error instanceof SpillwayError]));
+`,
+    );
+    const result = await run(process.execPath, ['one-copy.mjs'], { cwd: app });
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)).toEqual(['CorruptCheckpointError', true, true]);
+  });
+
   it('a strict nodenext TypeScript consumer (skipLibCheck: false) compiles and runs', async () => {
     const dir = join(app, 'strict');
     await mkdir(dir, { recursive: true });

@@ -9,11 +9,7 @@ import { fsSeam } from '../fs.ts';
 import { readCheckpoint, type CheckpointVisitor, type ReadCheckpointOptions } from './reader.ts';
 import { isRemoteLocation } from './redact.ts';
 import { openCheckpointSource, type SourceOptions } from './source.ts';
-import {
-  readFlinkEntries,
-  type FlinkSelection,
-  type FlinkSourceInfo,
-} from '../flink/entry-source.ts';
+import type { FlinkSelection, FlinkSourceInfo } from '../flink/entry-source.ts';
 
 /** The formats the seam reads. */
 export type CheckpointFormat = 'spwc-v1' | 'spwc-v2' | 'flink';
@@ -83,6 +79,8 @@ export async function readCheckpointEntries(
     return { ...summary, format: summary.version === 1 ? 'spwc-v1' : 'spwc-v2' };
   }
   try {
+    // Flink's reader is loaded when a Flink checkpoint is read, not when the package is imported.
+    const { readFlinkEntries } = await import('../flink/entry-source.ts');
     const summary = await readFlinkEntries(location, flink, visitor, {
       readChunkBytes: spwc.readChunkBytes,
       signal: spwc.signal,

@@ -4,7 +4,6 @@
  * how many bytes those hold, as Flink's `getStateSize()` counts them (entry lengths included).
  */
 import { CancelledError, SpillwayError, ours } from '../errors.ts';
-import { readFlinkMetadata } from './metadata.ts';
 import type {
   FlinkChannelHandle,
   FlinkCheckpointMetadata,
@@ -93,6 +92,8 @@ export async function listFlinkCheckpoint(
   options: ReadFlinkMetadataOptions = {},
 ): Promise<FlinkCheckpointListing> {
   try {
+    // The metadata reader is loaded on first use: importing the package does not pay for it.
+    const { readFlinkMetadata } = await import('./metadata.ts');
     return listFlinkMetadata(await readFlinkMetadata(location, options));
   } catch (error) {
     // Every error leaving the library is ours (DESIGN §5): an abort is a CancelledError whose
