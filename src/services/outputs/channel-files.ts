@@ -11,7 +11,7 @@
  * promise chain per channel, no file-handle object per file.
  */
 import { fsConstants as constants } from '../fs.ts';
-import { join } from 'node:path';
+import { dirPrefix } from './dir-prefix.ts';
 import { channelId, channelKey, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
 import { ErrorCollector, toError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
@@ -75,6 +75,8 @@ export class ChannelFileSink {
   /** Bytes delivered to the sink so far. */
   bytes = 0;
   private readonly maxStagedBytes: number;
+  /** `dir` with its separator: each file's path is this plus its name (no path.join per file). */
+  private readonly prefix: string;
   private readonly chunkBytes: number;
   private readonly maxStagedChannels: number;
   private readonly maxOpenFiles: number;
@@ -111,6 +113,7 @@ export class ChannelFileSink {
     limits: ChannelFileLimits = {},
     private readonly fileName: (info: ChannelInfo) => string = channelKey,
   ) {
+    this.prefix = dirPrefix(dir);
     this.maxStagedBytes = limits.maxStagedBytes ?? 16 * 1024 * 1024;
     this.chunkBytes = limits.chunkBytes ?? 1024 * 1024;
     this.maxStagedChannels = limits.maxStagedChannels ?? 1024;
@@ -216,7 +219,7 @@ export class ChannelFileSink {
     ) {
       return false;
     }
-    const path = join(this.dir, `${this.fileName(work.info)}.bin`);
+    const path = this.prefix + this.fileName(work.info) + '.bin';
     try {
       if (!fsSeam.writeNewFileSync(path, CREATE, 0o666, work.chunks)) return false;
     } catch (error) {
@@ -293,7 +296,7 @@ export class ChannelFileSink {
     finish: boolean,
   ): Promise<void> {
     if (this.failure !== undefined) return;
-    const path = join(this.dir, `${this.fileName(info)}.bin`);
+    const path = this.prefix + this.fileName(info) + '.bin';
     if (chunks.length > 0 || !this.created.has(id)) {
       const fd = await this.fdOf(id, path);
       if (chunks.length > 0) await fsSeam.writeFd(fd, path, chunks);

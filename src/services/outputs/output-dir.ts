@@ -23,6 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
+import { dirPrefix } from './dir-prefix.ts';
 import { channelKey, type ChannelInfo } from '../channel.ts';
 import {
   AbortedError,
@@ -186,15 +187,19 @@ export class OutputDir {
     // What to take back on a failure, one byte per channel (not a closure per file: there may
     // be hundreds of thousands): bit 1 published, bit 2 an existing entry moved aside.
     const done = new Uint8Array(channels.length);
+    // Paths by concatenation onto the two dirs' normalized prefixes: a file name has no
+    // separator, and path.join per file was the largest user-time cost of 262,144 channels.
+    const inStaging = dirPrefix(this.stagingDir);
+    const inDir = dirPrefix(this.dir);
     const names = (k: number) => {
       // A string is a file name already (a Flink output subpartition's file).
       const c = channels[k]!;
       const name = typeof c === 'string' ? c : `${channelKey(c)}.bin`;
       return {
         name,
-        staged: join(this.stagingDir, name),
-        target: join(this.dir, name),
-        aside: join(this.stagingDir, REPLACED + name),
+        staged: inStaging + name,
+        target: inDir + name,
+        aside: inStaging + REPLACED + name,
       };
     };
     const checkpoint = () => {
