@@ -8,7 +8,7 @@
 import * as fsp from 'node:fs/promises';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { removeTree, type TreeOps } from './remove-tree.ts';
+import { removeSmallTreeSync, removeTree, type TreeOps, type TreeOpsSync } from './remove-tree.ts';
 import { errnoOf } from './errors.ts';
 
 // What the rest of Spillway needs of node:fs besides operations: nothing else imports it.
@@ -178,6 +178,14 @@ const treeOps: TreeOps = {
   rmAll: (path) => fsp.rm(path, { recursive: true, force: true }),
 };
 
+/** The same, synchronously: only with no interceptor installed (nothing to gate). */
+const treeOpsSync: TreeOpsSync = {
+  lstatSync: (path) => fs.lstatSync(path, { throwIfNoEntry: false }),
+  readdirSync: (path) => fs.readdirSync(path),
+  unlinkSync: (path) => fs.unlinkSync(path),
+  rmdirSync: (path) => fs.rmdirSync(path),
+};
+
 /** The seam itself: the only way Spillway touches the file system. */
 export const fsSeam = {
   async mkdir(path: string, options: { mode?: number; recursive?: boolean } = {}): Promise<void> {
@@ -202,6 +210,9 @@ export const fsSeam = {
   /** Removes a file or a whole tree; missing paths are fine. Never follows symlinks. */
   async rm(path: string): Promise<void> {
     await gate('rm', path);
+    // A task dir of a few dozen spill files goes in one synchronous step (no thread-pool waits
+    // on a cancel); a big tree, or a seam with faults to inject, takes the async path.
+    if (interceptor === undefined && removeSmallTreeSync(path, treeOpsSync)) return;
     await removeTree(path, treeOps);
   },
 

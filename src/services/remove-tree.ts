@@ -31,6 +31,53 @@ export interface TreeOps {
 const BATCH = 64;
 
 /**
+ * A flat dir of at most this many entries is deleted synchronously when the seam allows it
+ * (no fault seam installed): ~64 unlinks take well under a millisecond of the event loop, while
+ * each trip through the thread pool waited for a worker thread — on a loaded machine that wait,
+ * not the kernel's work, was the tail of cancel → task dir gone. A bigger dir (a staging dir
+ * of many channel files) keeps the batched async path, so the event loop is never held long.
+ */
+export const SYNC_TREE_MAX_ENTRIES = 256;
+
+/** The synchronous operations of {@link removeSmallTreeSync}. */
+export interface TreeOpsSync {
+  lstatSync(path: string): { isDirectory(): boolean } | undefined;
+  readdirSync(path: string): string[];
+  unlinkSync(path: string): void;
+  rmdirSync(path: string): void;
+}
+
+/**
+ * Removes `path` synchronously when it is missing, a file, or a flat dir of at most
+ * {@link SYNC_TREE_MAX_ENTRIES} entries; returns false, having removed nothing, for anything
+ * else or on any failure before the first unlink, and false after a failure midway too (the
+ * caller's async {@link removeTree} then finishes the job and reports what fails).
+ *
+ * @example
+ * ```ts
+ * if (!removeSmallTreeSync(taskDir, syncOps)) await removeTree(taskDir, ops);
+ * ```
+ */
+export function removeSmallTreeSync(path: string, ops: TreeOpsSync): boolean {
+  try {
+    const st = ops.lstatSync(path);
+    if (st === undefined) return true;
+    if (!st.isDirectory()) {
+      ops.unlinkSync(path);
+      return true;
+    }
+    const names = ops.readdirSync(path);
+    if (names.length > SYNC_TREE_MAX_ENTRIES) return false;
+    const prefix = path.endsWith('/') ? path : `${path}/`;
+    for (const name of names) ops.unlinkSync(prefix + name);
+    ops.rmdirSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Removes `path` (a file or a tree); a missing path is fine; symlinks are removed, never
  * followed.
  *

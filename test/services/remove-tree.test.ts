@@ -4,9 +4,11 @@
  * a link.
  */
 import { lstat, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { lstatSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fsSeam } from '../../src/services/fs.ts';
+import { removeSmallTreeSync, SYNC_TREE_MAX_ENTRIES } from '../../src/services/remove-tree.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { exists } from '../helpers/async.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
@@ -63,5 +65,45 @@ describe('removeTree', () => {
     expect(await exists(dir)).toBe(false);
     expect(seam.fsOpCounts()).toMatchObject({ rm: 1, readdir: 1, unlink: 3 });
     expect(seen).toContain('unlink /spill-segment-1.bin');
+  });
+});
+
+describe('removeSmallTreeSync (the delete a cancel waits for, with no seam installed)', () => {
+  const ops = {
+    lstatSync: (p: string) => lstatSync(p, { throwIfNoEntry: false }),
+    readdirSync: (p: string) => readdirSync(p),
+    unlinkSync: (p: string) => unlinkSync(p),
+    rmdirSync: (p: string) => rmdirSync(p),
+  };
+
+  it('G1 a flat task dir of up to SYNC_TREE_MAX_ENTRIES files goes in one synchronous step', async () => {
+    const dir = join(await makeTempRoot(), 'task-1');
+    await mkdir(dir);
+    for (let i = 0; i < SYNC_TREE_MAX_ENTRIES; i++) {
+      await writeFile(join(dir, `spill-segment-${i}.bin`), 'x');
+    }
+    expect(removeSmallTreeSync(dir, ops)).toBe(true);
+    expect(await exists(dir)).toBe(false);
+    expect(removeSmallTreeSync(dir, ops)).toBe(true); // missing is fine
+  });
+
+  it('a bigger dir is left whole to the async delete (the event loop is never held long)', async () => {
+    const dir = join(await makeTempRoot(), 'staging');
+    await mkdir(dir);
+    for (let i = 0; i <= SYNC_TREE_MAX_ENTRIES; i++) await writeFile(join(dir, `f-${i}`), 'x');
+    expect(removeSmallTreeSync(dir, ops)).toBe(false);
+    expect(readdirSync(dir)).toHaveLength(SYNC_TREE_MAX_ENTRIES + 1);
+    await fsSeam.rm(dir);
+    expect(await exists(dir)).toBe(false);
+  });
+
+  it('a subdirectory makes it give up; fsSeam.rm still removes the whole tree', async () => {
+    const dir = join(await makeTempRoot(), 'odd');
+    await mkdir(join(dir, 'sub'), { recursive: true });
+    await writeFile(join(dir, 'sub', 'f'), 'x');
+    await writeFile(join(dir, 'g'), 'x');
+    expect(removeSmallTreeSync(dir, ops)).toBe(false);
+    await fsSeam.rm(dir);
+    expect(await exists(dir)).toBe(false);
   });
 });
