@@ -9,6 +9,7 @@ import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import type { TaskHooks, TaskServices } from './machines/task-services.ts';
+import { withHooks } from './machines/task-hooks.ts';
 import { Mailbox } from './services/mailbox.ts';
 import { SerialExecutor } from './services/executor.ts';
 import { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
@@ -218,7 +219,7 @@ function taskServices(
   },
 ): TaskServices {
   const { taskId, spillRoot } = task;
-  return {
+  const services: TaskServices = {
     taskId,
     checkpoint: options.checkpoint,
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
@@ -231,8 +232,9 @@ function taskServices(
     progress: task.progress,
     mailbox: new Mailbox(),
     executor: new SerialExecutor(`channel-io-${taskId}`),
-    hooks: options.hooks ?? {},
   };
+  // Tests and the demo's pool hand hooks in; the stages never call them (task-hooks.ts).
+  return options.hooks === undefined ? services : withHooks(services, options.hooks);
 }
 
 /** The caller's channel factory, adapted: streams kept for release, consumer errors tagged. */
