@@ -62,39 +62,70 @@ export async function measureRatios(
   signal: AbortSignal,
   progress: (fraction: number, text: string) => void,
 ): Promise<RatioFigures> {
-  const spill: number[] = [];
-  const drain: number[] = [];
-  const recover: number[] = [];
-  const t = {
-    rawCopy: [] as number[],
-    fetch: [] as number[],
-    rawRead: [] as number[],
-    drain: [] as number[],
-    crc32: [] as number[],
-    plain: [] as number[],
-    full: [] as number[],
-  };
-  const overhead: number[] = [];
-  let spillFiles = 0;
-  const mibs = made.payloadBytes / MIB;
-  const rate = (ms: number) => round((mibs / ms) * 1000, 0);
-
-  /** Runs both sides, `a` first on even runs and `b` first on odd ones. */
-  async function pair<A, B>(
-    run: number,
-    a: () => Promise<A>,
-    b: () => Promise<B>,
-  ): Promise<[A, B]> {
-    const first = run % 2 === 0 ? a : b;
-    const r1 = await first();
-    if (run % 2 === 0) return [r1 as A, await b()];
-    return [await a(), r1 as B];
-  }
-
+  const ratios = new RatioRuns(made, dir, root, spillRootPath, limits);
   for (let run = 0; run < runs; run++) {
     if (signal.aborted) throw signal.reason;
     const base = 0.1 + (0.45 * run) / runs;
     progress(base, `run ${run + 1}/${runs}: spill vs raw write`);
+    const { copyMs, fetched } = await ratios.spillPair(run);
+    progress(base + 0.15 / runs, `run ${run + 1}/${runs}: drain vs raw read`);
+    await ratios.drainPair(run, copyMs, fetched);
+    progress(base + 0.3 / runs, `run ${run + 1}/${runs}: plain vs full recovery`);
+    await ratios.recoverPair(run);
+  }
+  return ratios.figures();
+}
+
+/** Runs both sides, `a` first on even runs and `b` first on odd ones. */
+async function pair<A, B>(run: number, a: () => Promise<A>, b: () => Promise<B>): Promise<[A, B]> {
+  const first = run % 2 === 0 ? a : b;
+  const r1 = await first();
+  if (run % 2 === 0) return [r1 as A, await b()];
+  return [await a(), r1 as B];
+}
+
+/** What the fetch side of a pair hands on: its time and the spilled state. */
+type Fetched = Awaited<ReturnType<typeof timeFetch>>;
+
+/** A spread of ratios rounded to 3 places. */
+function rounded(xs: number[]): Spread {
+  const s = spread(xs);
+  return { median: round(s.median, 3), min: round(s.min, 3), max: round(s.max, 3) };
+}
+
+/** The samples of the three ratios, one method per pair of sides, and the figures of all. */
+class RatioRuns {
+  private readonly spill: number[] = [];
+  private readonly drain: number[] = [];
+  private readonly recover: number[] = [];
+  private readonly t: Record<keyof RatioFigures['throughput'], number[]> = {
+    rawCopy: [],
+    fetch: [],
+    rawRead: [],
+    drain: [],
+    crc32: [],
+    plain: [],
+    full: [],
+  };
+  private readonly overhead: number[] = [];
+  private spillFiles = 0;
+
+  constructor(
+    private readonly made: MadeCheckpoint,
+    private readonly dir: string,
+    private readonly root: SpillRoot,
+    private readonly spillRootPath: string,
+    private readonly limits: SpillLimits,
+  ) {}
+
+  /** MiB/s of the checkpoint's payload in `ms`. */
+  private rate(ms: number): number {
+    return round((this.made.payloadBytes / MIB / ms) * 1000, 0);
+  }
+
+  /** A raw copy of the checkpoint against the fetch stage spilling it. */
+  async spillPair(run: number): Promise<{ copyMs: number; fetched: Fetched }> {
+    const { made, dir } = this;
     const copyPath = join(dir, `raw-copy-${run}.bin`);
     const [copyMs, fetched] = await pair(
       run,
@@ -105,12 +136,17 @@ export async function measureRatios(
         await rm(copyPath);
         return ms;
       },
-      () => timeFetch(made.path, join(dir, `fetch-${run}`), limits),
+      () => timeFetch(made.path, join(dir, `fetch-${run}`), this.limits),
     );
+    return { copyMs, fetched };
+  }
+
+  /** Raw reads of the fetched spill files against draining them; then the files go. */
+  async drainPair(run: number, copyMs: number, fetched: Fetched): Promise<void> {
+    const { made, t } = this;
     const state = fetched.result.state;
-    spillFiles = state.files.length;
+    this.spillFiles = state.files.length;
     try {
-      progress(base + 0.15 / runs, `run ${run + 1}/${runs}: drain vs raw read`);
       const [readMs, drained] = await pair(
         run,
         async () => {
@@ -118,60 +154,62 @@ export async function measureRatios(
           await rawRead(state.files);
           return performance.now() - t0;
         },
-        () => timeDrain(state, limits),
+        () => timeDrain(state, this.limits),
       );
       if (drained.report.bytes !== made.payloadBytes) {
         throw new Error(`drain delivered ${drained.report.bytes} of ${made.payloadBytes} bytes`);
       }
-      spill.push(copyMs / fetched.ms);
-      drain.push(readMs / drained.ms);
-      t.rawCopy.push(rate(copyMs));
-      t.fetch.push(rate(fetched.ms));
-      t.rawRead.push(rate(readMs));
-      t.drain.push(rate(drained.ms));
-      t.crc32.push(rate(timeCrc(made.payloadBytes)));
+      this.spill.push(copyMs / fetched.ms);
+      this.drain.push(readMs / drained.ms);
+      t.rawCopy.push(this.rate(copyMs));
+      t.fetch.push(this.rate(fetched.ms));
+      t.rawRead.push(this.rate(readMs));
+      t.drain.push(this.rate(drained.ms));
+      t.crc32.push(this.rate(timeCrc(made.payloadBytes)));
     } finally {
       await state.release(); // the hand-off grant: deletes the spill files
     }
+  }
 
-    progress(base + 0.3 / runs, `run ${run + 1}/${runs}: plain vs full recovery`);
+  /** A plain async recovery (same services, no XState) against the full one. */
+  async recoverPair(run: number): Promise<void> {
+    const { made, limits } = this;
     const [plain, full] = await pair(
       run,
-      () => plainRecover(made.path, root, `bench-plain-${run}`, limits),
-      () => fullRecover(made.path, spillRootPath, `bench-full-${run}`, limits),
+      () => plainRecover(made.path, this.root, `bench-plain-${run}`, limits),
+      () => fullRecover(made.path, this.spillRootPath, `bench-full-${run}`, limits),
     );
     if (plain.bytes !== made.payloadBytes || full.bytes !== made.payloadBytes) {
       throw new Error(`recovery delivered ${plain.bytes}/${full.bytes} of ${made.payloadBytes}`);
     }
-    recover.push(plain.ms / full.ms);
-    overhead.push(full.ms - plain.ms);
-    t.plain.push(rate(plain.ms));
-    t.full.push(rate(full.ms));
+    this.recover.push(plain.ms / full.ms);
+    this.overhead.push(full.ms - plain.ms);
+    this.t.plain.push(this.rate(plain.ms));
+    this.t.full.push(this.rate(full.ms));
   }
 
-  const r = (xs: number[]) => {
-    const s = spread(xs);
-    return { median: round(s.median, 3), min: round(s.min, 3), max: round(s.max, 3) };
-  };
-  return {
-    spillVsRawWrite: r(spill),
-    drainVsRawRead: r(drain),
-    recoverVsPlain: r(recover),
-    throughput: {
-      rawCopy: spread(t.rawCopy),
-      fetch: spread(t.fetch),
-      rawRead: spread(t.rawRead),
-      drain: spread(t.drain),
-      crc32: spread(t.crc32),
-      plain: spread(t.plain),
-      full: spread(t.full),
-    },
-    orchestrationMs: r(overhead),
-    spillFiles,
-    runs: {
-      spillVsRawWrite: spill.map((x) => round(x, 3)),
-      drainVsRawRead: drain.map((x) => round(x, 3)),
-      recoverVsPlain: recover.map((x) => round(x, 3)),
-    },
-  };
+  figures(): RatioFigures {
+    const { spill, drain, recover, t } = this;
+    return {
+      spillVsRawWrite: rounded(spill),
+      drainVsRawRead: rounded(drain),
+      recoverVsPlain: rounded(recover),
+      throughput: {
+        rawCopy: spread(t.rawCopy),
+        fetch: spread(t.fetch),
+        rawRead: spread(t.rawRead),
+        drain: spread(t.drain),
+        crc32: spread(t.crc32),
+        plain: spread(t.plain),
+        full: spread(t.full),
+      },
+      orchestrationMs: rounded(this.overhead),
+      spillFiles: this.spillFiles,
+      runs: {
+        spillVsRawWrite: spill.map((x) => round(x, 3)),
+        drainVsRawRead: drain.map((x) => round(x, 3)),
+        recoverVsPlain: recover.map((x) => round(x, 3)),
+      },
+    };
+  }
 }

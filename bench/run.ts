@@ -17,8 +17,9 @@
  * mounting one is allowed. Besides: `recover` through the CLI against `dd`, the CLI's start-up
  * against bare node, and with `growth` how cost grows (growth.ts).
  *
- * One file on purpose (~420 lines): the phases run in one order under one free-space check and
- * one try/finally that deletes everything; each phase's measuring lives in its own module.
+ * One file on purpose: the phases (`BenchPhases`, one method each) run in one order under one
+ * free-space check and one try/finally that deletes everything; each phase's measuring lives in
+ * its own module.
  */
 import { copyFile, mkdir, mkdtemp, open, rm, statfs } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -314,6 +315,23 @@ async function onTmpfsChannels(
   }
 }
 
+/** Everything one run measured, phase by phase: what the result and the details are made of. */
+interface Figures {
+  made: MadeCheckpoint;
+  disk: RatioFigures;
+  tmpfs: RatioFigures | { skipped: string };
+  cancel: CancelFigures;
+  filtering: FilteringFigures;
+  flink: FlinkFigures;
+  remote: RemoteFigures;
+  e2e: EndToEndFigures;
+  e2eTmpfs: EndToEndFigures | { skipped: string };
+  channels: ChannelFigures | { skipped: string };
+  startup: StartupFigures;
+  rss: RssFigures;
+  growth: GrowthFigures | undefined;
+}
+
 /**
  * Runs the whole bench and removes its temp dir afterwards, on success, failure or interrupt.
  *
@@ -328,12 +346,24 @@ export async function runBench(
 ): Promise<{ result: BenchResult; details: BenchDetails }> {
   const started = performance.now();
   const loadAtStart = loadavg()[0]!;
-  const { signal } = options;
-  const progress = options.progress ?? (() => undefined);
-  const checkAbort = () => {
-    if (signal.aborted) throw signal.reason;
-  };
+  await checkFreeSpace(options);
+  const dir = await mkdtemp(join(options.tmpRoot, 'spillway-bench-'));
+  const spillRootPath = join(dir, 'spill');
+  let root: SpillRoot | undefined;
+  try {
+    await mkdir(spillRootPath, { mode: 0o700 });
+    root = await SpillRoot.open(spillRootPath);
+    const figures = await new BenchPhases(options, dir, root, spillRootPath).run();
+    const details = detailsOf(options, figures, started, loadAtStart);
+    return { result: resultOf(figures), details };
+  } finally {
+    await root?.close().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
+/** Refuses to start on a file system too small for the run's peak ({@link bytesNeeded}). */
+async function checkFreeSpace(options: BenchOptions): Promise<void> {
   const fs = await statfs(options.tmpRoot);
   const free = fs.bavail * fs.bsize;
   const need = bytesNeeded(options);
@@ -343,16 +373,49 @@ export async function runBench(
         `${(need / MIB).toFixed(0)} MiB (set TMPDIR to a roomier file system)`,
     );
   }
+}
 
-  const dir = await mkdtemp(join(options.tmpRoot, 'spillway-bench-'));
-  const spillRootPath = join(dir, 'spill');
-  let root: SpillRoot | undefined;
-  try {
-    await mkdir(spillRootPath, { mode: 0o700 });
-    root = await SpillRoot.open(spillRootPath);
-    const limits: SpillLimits = {};
+/**
+ * The phases of one run, one method each, in the order they run: the ratios on one checkpoint
+ * (disk, tmpfs, then what reads the same data: cancel, filtering, Flink, remote), the
+ * end-to-end pairs, the peak RSS, growth. Each phase deletes its data before the next one
+ * needs the room.
+ */
+class BenchPhases {
+  private readonly limits: SpillLimits = {};
+  private readonly progress: (fraction: number, text: string) => void;
 
-    progress(0, `making a ${options.mb} MiB checkpoint`);
+  constructor(
+    private readonly options: BenchOptions,
+    private readonly dir: string,
+    private readonly root: SpillRoot,
+    private readonly spillRootPath: string,
+  ) {
+    this.progress = options.progress ?? (() => undefined);
+  }
+
+  async run(): Promise<Figures> {
+    const ratios = await this.ratioPhase();
+    const endToEnd = await this.endToEndPhase();
+    const rss = await this.rssPhase();
+    const growth = await this.growthPhase();
+    this.progress(1, 'done');
+    return { ...ratios, ...endToEnd, rss, growth };
+  }
+
+  private checkAbort(): void {
+    if (this.options.signal.aborted) throw this.options.signal.reason;
+  }
+
+  /** Progress from `from` over `span` of the bar, for a phase that reports its own fractions. */
+  private at(from: number, span: number): (f: number, text: string) => void {
+    return (f, text) => this.progress(from + f * span, text);
+  }
+
+  /** The ratio checkpoint and the small one (warm-up, cancels), both flushed to disk. */
+  private async makeRatioCheckpoints(): Promise<{ made: MadeCheckpoint; small: MadeCheckpoint }> {
+    const { dir, options } = this;
+    this.progress(0, `making a ${options.mb} MiB checkpoint`);
     const made = await makeCheckpoint({
       out: join(dir, 'ratio.spwc'),
       mb: options.mb,
@@ -365,13 +428,17 @@ export async function runBench(
     });
     await syncToDisk(made.path);
     await syncToDisk(small.path);
-    checkAbort();
+    this.checkAbort();
+    return { made, small };
+  }
 
-    progress(0.05, 'warming up');
+  private async ratioPhase(): Promise<
+    Pick<Figures, 'made' | 'disk' | 'tmpfs' | 'cancel' | 'filtering' | 'flink' | 'remote'>
+  > {
+    const { dir, root, spillRootPath, limits, options } = this;
+    const { made, small } = await this.makeRatioCheckpoints();
+    this.progress(0.05, 'warming up');
     await warmUp(small, dir, root, spillRootPath, limits);
-
-    const at = (from: number, span: number) => (f: number, text: string) =>
-      progress(from + f * span, text);
     const disk = await measureRatios(
       made,
       dir,
@@ -379,48 +446,56 @@ export async function runBench(
       spillRootPath,
       limits,
       options.runs,
-      signal,
-      at(0, 0.6),
+      options.signal,
+      this.at(0, 0.6),
     );
-    checkAbort();
-    const tmpfs = await onTmpfs(made, dir, options, at(0, 0.6));
-    checkAbort();
-
-    progress(0.45, `cancelling ${options.cancels} recoveries`);
-    const cancel = await measureCancel({
-      checkpoint: small.path,
-      spillRoot: spillRootPath,
-      ownerDir: root.ownerDir,
-      count: options.cancels,
-      limits: { ...limits, maxSpillFileBytes: options.cancelSpillFileBytes },
-      seed: options.seed,
-      signal,
-    });
-    progress(0.47, 'filtering vs spilling (rescale)');
-    const filtering = await measureFiltering({
-      dir,
-      mb: options.mb / 4,
-      runs: options.runs,
-      seed: options.seed,
-      signal,
-    });
-    progress(0.475, 'a Flink checkpoint vs the same bytes as SPWC');
-    const flink = await measureFlinkVsSpwc({
-      dir,
-      mb: options.mb / 4,
-      runs: options.runs,
-      seed: options.seed,
-      signal,
-    });
-    progress(0.48, 'reading it from a local S3 server');
-    const remote = await measureRemote({ checkpoint: made.path, dir, runs: options.runs, signal });
-    checkAbort();
+    this.checkAbort();
+    const tmpfs = await onTmpfs(made, dir, options, this.at(0, 0.6));
+    this.checkAbort();
+    const cancel = await this.cancelPhase(small);
+    const sameBytes = await this.sameBytesPhase(made);
+    this.checkAbort();
     // The later phases need the room: the ratio data is done with.
     await rm(made.path);
     await rm(small.path);
-    checkAbort();
+    this.checkAbort();
+    return { made, disk, tmpfs, cancel, ...sameBytes };
+  }
 
-    progress(0.5, `recover ${options.e2eMb} MiB through the CLI vs dd`);
+  private async cancelPhase(small: MadeCheckpoint): Promise<CancelFigures> {
+    const { options } = this;
+    this.progress(0.45, `cancelling ${options.cancels} recoveries`);
+    return measureCancel({
+      checkpoint: small.path,
+      spillRoot: this.spillRootPath,
+      ownerDir: this.root.ownerDir,
+      count: options.cancels,
+      limits: { ...this.limits, maxSpillFileBytes: options.cancelSpillFileBytes },
+      seed: options.seed,
+      signal: options.signal,
+    });
+  }
+
+  /** The same data read other ways: through the filtering handler, as Flink's, from S3. */
+  private async sameBytesPhase(
+    made: MadeCheckpoint,
+  ): Promise<Pick<Figures, 'filtering' | 'flink' | 'remote'>> {
+    const { dir, options } = this;
+    const { runs, seed, signal } = options;
+    this.progress(0.47, 'filtering vs spilling (rescale)');
+    const filtering = await measureFiltering({ dir, mb: options.mb / 4, runs, seed, signal });
+    this.progress(0.475, 'a Flink checkpoint vs the same bytes as SPWC');
+    const flink = await measureFlinkVsSpwc({ dir, mb: options.mb / 4, runs, seed, signal });
+    this.progress(0.48, 'reading it from a local S3 server');
+    const remote = await measureRemote({ checkpoint: made.path, dir, runs, signal });
+    return { filtering, flink, remote };
+  }
+
+  private async endToEndPhase(): Promise<
+    Pick<Figures, 'e2e' | 'e2eTmpfs' | 'channels' | 'startup'>
+  > {
+    const { dir, options } = this;
+    this.progress(0.5, `recover ${options.e2eMb} MiB through the CLI vs dd`);
     const e2eCheckpoint = await makeCheckpoint({
       out: join(dir, 'e2e.spwc'),
       mb: options.e2eMb,
@@ -429,90 +504,106 @@ export async function runBench(
       seed: options.seed + 3,
     });
     await syncToDisk(e2eCheckpoint.path);
-    const e2e = await measureEndToEnd(e2eCheckpoint.path, dir, options.e2eRuns, signal);
-    progress(0.55, `recover ${options.e2eMb} MiB through the CLI vs dd, on a tmpfs`);
+    const e2e = await measureEndToEnd(e2eCheckpoint.path, dir, options.e2eRuns, options.signal);
+    this.progress(0.55, `recover ${options.e2eMb} MiB through the CLI vs dd, on a tmpfs`);
     const e2eTmpfs = await onTmpfsEndToEnd(e2eCheckpoint.path, dir, options);
     await rm(e2eCheckpoint.path);
-    progress(0.58, `${options.channels[0] * options.channels[1]} one-byte channels on a tmpfs`);
+    this.progress(
+      0.58,
+      `${options.channels[0] * options.channels[1]} one-byte channels on a tmpfs`,
+    );
     const channels = await onTmpfsChannels(dir, options);
-    progress(0.6, 'CLI start-up vs bare node');
-    const startup = await measureStartup(options.startupRuns, signal);
-    checkAbort();
+    this.progress(0.6, 'CLI start-up vs bare node');
+    const startup = await measureStartup(options.startupRuns, options.signal);
+    this.checkAbort();
+    return { e2e, e2eTmpfs, channels, startup };
+  }
 
-    progress(0.65, `making a ${options.rssMb} MiB checkpoint`);
+  private async rssPhase(): Promise<RssFigures> {
+    const { dir, options } = this;
+    this.progress(0.65, `making a ${options.rssMb} MiB checkpoint`);
     const big = await makeCheckpoint({
       out: join(dir, 'rss.spwc'),
       mb: options.rssMb,
       seed: options.seed + 2,
     });
     await syncToDisk(big.path);
-    checkAbort();
-    progress(0.7, `recovering ${options.rssMb} MiB in a child process`);
-    const rss = await measurePeakRss(big.path, spillRootPath, signal);
+    this.checkAbort();
+    this.progress(0.7, `recovering ${options.rssMb} MiB in a child process`);
+    const rss = await measurePeakRss(big.path, this.spillRootPath, options.signal);
     await rm(big.path);
-
-    const growth =
-      options.growth === undefined
-        ? undefined
-        : await measureGrowth(dir, spillRootPath, options.growth, signal, at(0.75, 0.25));
-
-    const r3 = (s: Spread): Spread => ({
-      median: round(s.median, 3),
-      min: round(s.min, 3),
-      max: round(s.max, 3),
-    });
-    const onT = (pick: (r: RatioFigures) => Spread) => ('skipped' in tmpfs ? null : pick(tmpfs));
-    const result: BenchResult = {
-      spillVsRawWrite: disk.spillVsRawWrite,
-      drainVsRawRead: disk.drainVsRawRead,
-      recoverVsPlain: disk.recoverVsPlain,
-      cancelCleanupP99Ms: round(cancel.p99Ms, 2),
-      peakRssMiBAt2GiB: round(rss.peakMiB, 1),
-      spillVsRawWriteTmpfs: onT((r) => r.spillVsRawWrite),
-      drainVsRawReadTmpfs: onT((r) => r.drainVsRawRead),
-      recoverVsPlainTmpfs: onT((r) => r.recoverVsPlain),
-      e2eRecoverVsDd: r3(e2e.ratio),
-      startupVsNode: r3(startup.timeRatio),
-      filteringVsSpilling: filtering.ratio,
-      flinkVsSpwc: flink.ratio,
-      e2eRecoverVsDdTmpfs: 'skipped' in e2eTmpfs ? null : r3(e2eTmpfs.ratio),
-      importVsNode: r3(startup.importRatio),
-      channelsVsFloorTmpfs:
-        'skipped' in channels
-          ? null
-          : { median: channels.vsFloor, min: channels.vsFloorMin, max: channels.vsFloorMax },
-      channelsPeakRssMiB: 'skipped' in channels ? null : channels.peakRssMiB,
-    };
-    progress(1, 'done');
-    const { signal: _s, progress: _p, ...shownOptions } = options;
-    return {
-      result,
-      details: {
-        options: shownOptions,
-        checkpoint: {
-          payloadMiB: made.payloadBytes / MIB,
-          fileMiB: round(made.fileBytes / MIB, 1),
-          entries: made.entries,
-          channels: made.channels.length,
-        },
-        disk,
-        tmpfs,
-        cancel,
-        rss,
-        e2e,
-        e2eTmpfs,
-        channels,
-        startup,
-        filtering,
-        flink,
-        remote,
-        ...(growth !== undefined ? { growth } : {}),
-        durationMs: Math.round(performance.now() - started),
-        load: [round(loadAtStart, 1), round(loadavg()[0]!, 1)],
-      },
-    };
-  } finally {
-    await root?.close().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    return rss;
   }
+
+  private async growthPhase(): Promise<GrowthFigures | undefined> {
+    const { growth, signal } = this.options;
+    if (growth === undefined) return undefined;
+    return measureGrowth(this.dir, this.spillRootPath, growth, signal, this.at(0.75, 0.25));
+  }
+}
+
+/** A spread rounded to 3 places, as the JSON shows it. */
+function r3(s: Spread): Spread {
+  return { median: round(s.median, 3), min: round(s.min, 3), max: round(s.max, 3) };
+}
+
+/** The figures `--json` prints, from what the phases measured. */
+function resultOf(f: Figures): BenchResult {
+  const { disk, tmpfs, e2eTmpfs, channels } = f;
+  const onT = (pick: (r: RatioFigures) => Spread) => ('skipped' in tmpfs ? null : pick(tmpfs));
+  return {
+    spillVsRawWrite: disk.spillVsRawWrite,
+    drainVsRawRead: disk.drainVsRawRead,
+    recoverVsPlain: disk.recoverVsPlain,
+    cancelCleanupP99Ms: round(f.cancel.p99Ms, 2),
+    peakRssMiBAt2GiB: round(f.rss.peakMiB, 1),
+    spillVsRawWriteTmpfs: onT((r) => r.spillVsRawWrite),
+    drainVsRawReadTmpfs: onT((r) => r.drainVsRawRead),
+    recoverVsPlainTmpfs: onT((r) => r.recoverVsPlain),
+    e2eRecoverVsDd: r3(f.e2e.ratio),
+    startupVsNode: r3(f.startup.timeRatio),
+    filteringVsSpilling: f.filtering.ratio,
+    flinkVsSpwc: f.flink.ratio,
+    e2eRecoverVsDdTmpfs: 'skipped' in e2eTmpfs ? null : r3(e2eTmpfs.ratio),
+    importVsNode: r3(f.startup.importRatio),
+    channelsVsFloorTmpfs:
+      'skipped' in channels
+        ? null
+        : { median: channels.vsFloor, min: channels.vsFloorMin, max: channels.vsFloorMax },
+    channelsPeakRssMiB: 'skipped' in channels ? null : channels.peakRssMiB,
+  };
+}
+
+/** Everything behind the figures, for the human report. */
+function detailsOf(
+  options: BenchOptions,
+  f: Figures,
+  started: number,
+  loadAtStart: number,
+): BenchDetails {
+  const { signal: _s, progress: _p, ...shownOptions } = options;
+  const { made, growth } = f;
+  return {
+    options: shownOptions,
+    checkpoint: {
+      payloadMiB: made.payloadBytes / MIB,
+      fileMiB: round(made.fileBytes / MIB, 1),
+      entries: made.entries,
+      channels: made.channels.length,
+    },
+    disk: f.disk,
+    tmpfs: f.tmpfs,
+    cancel: f.cancel,
+    rss: f.rss,
+    e2e: f.e2e,
+    e2eTmpfs: f.e2eTmpfs,
+    channels: f.channels,
+    startup: f.startup,
+    filtering: f.filtering,
+    flink: f.flink,
+    remote: f.remote,
+    ...(growth !== undefined ? { growth } : {}),
+    durationMs: Math.round(performance.now() - started),
+    load: [round(loadAtStart, 1), round(loadavg()[0]!, 1)],
+  };
 }

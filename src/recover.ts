@@ -9,6 +9,7 @@ import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import type { TaskHooks, TaskServices } from './machines/task-services.ts';
+import { withHooks } from './machines/task-hooks.ts';
 import { Mailbox } from './services/mailbox.ts';
 import { SerialExecutor } from './services/executor.ts';
 import { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
@@ -81,26 +82,9 @@ export function startRecoveryOn(
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
-  // Streams given as channels are adapted here, and released (destroyed, aborted) if the task
-  // ends before their channel did: a sink is always ended or destroyed, never left open.
-  const streams = new Set<StreamConsumer>();
-  // What a consumer (or the stream given as a channel) raised, so that the error leaving `done`
-  // is a ConsumerError whose cause it is, not an IoError or InternalError.
-  const consumerErrors = new WeakSet<object>();
-  const channels = adaptChannels(options, streams, consumerErrors);
-  // Remainders written without an `out` (beside the task dir) go when the task has closed,
-  // unless their caller moved them away first (a missing file is fine).
-  const defaultRemainders = new Set<string>();
-
-  // A cancel while the start-up sweep runs stops it between owners (G11): sweeping less is
-  // never unsafe, the next start takes the rest, and the cancel need not wait for all of it.
-  const stopSweep = new AbortController();
-  const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot), {
-    signal: stopSweep.signal,
-  });
-  // Surfaces through the fetch stage; do not let an unused rejection crash the process.
-  spillRoot.catch(() => undefined);
-
+  const kept = keptFromCaller();
+  const channels = adaptChannels(options, kept.streams, kept.consumerErrors);
+  const { spillRoot, stopSweep } = openSpillRoot(options);
   const services = taskServices(options, { taskId, spillRoot, channels, progress });
   const actor = createActor(machine, {
     id: `task-${taskId}`,
@@ -108,27 +92,15 @@ export function startRecoveryOn(
     ...(options.inspect ? { inspect: guardInspect(options.inspect.bind(options)) } : {}),
   });
 
-  const ended = new Promise<void>((resolve) => {
-    actor.subscribe({ complete: () => resolve(), error: () => resolve() });
-  });
-
   // Set once onProgress is watched (below); called when the task has ended and cleaned up.
   let finishProgress = (): void => undefined;
-
-  // Marked handled: a caller may await done only later; that must never crash the process.
-  const done = handled(
-    ended.then(() =>
-      settle(actor, {
-        spillRoot,
-        defaultRemainders,
-        streams,
-        consumerErrors,
-        finishProgress: () => finishProgress(),
-        taskId,
-        started,
-      }),
-    ),
-  );
+  const done = settled(actor, {
+    ...kept,
+    spillRoot,
+    finishProgress: () => finishProgress(),
+    taskId,
+    started,
+  });
 
   const cancel = (reason?: unknown) => {
     stopSweep.abort();
@@ -147,14 +119,77 @@ export function startRecoveryOn(
   }
 
   actor.start();
+  return recoveryHandle(actor, { taskId, done, cancel, readProgress, progress, kept });
+}
 
+/** What the task keeps of its caller's inputs until `done` settles. */
+interface KeptFromCaller {
+  /**
+   * Streams given as channels, adapted here, and released (destroyed, aborted) if the task ends
+   * before their channel did: a sink is always ended or destroyed, never left open.
+   */
+  readonly streams: Set<StreamConsumer>;
+  /**
+   * What a consumer (or the stream given as a channel) raised, so that the error leaving `done`
+   * is a ConsumerError whose cause it is, not an IoError or InternalError.
+   */
+  readonly consumerErrors: WeakSet<object>;
+  /**
+   * Remainders written without an `out` (beside the task dir) go when the task has closed,
+   * unless their caller moved them away first (a missing file is fine).
+   */
+  readonly defaultRemainders: Set<string>;
+}
+
+function keptFromCaller(): KeptFromCaller {
+  return { streams: new Set(), consumerErrors: new WeakSet(), defaultRemainders: new Set() };
+}
+
+/** The spill root, opened with a start-up sweep that a cancel can stop. */
+function openSpillRoot(options: StartOptions): {
+  spillRoot: Promise<SpillRoot>;
+  stopSweep: AbortController;
+} {
+  // A cancel while the start-up sweep runs stops it between owners (G11): sweeping less is
+  // never unsafe, the next start takes the rest, and the cancel need not wait for all of it.
+  const stopSweep = new AbortController();
+  const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot), {
+    signal: stopSweep.signal,
+  });
+  // Surfaces through the fetch stage; do not let an unused rejection crash the process.
+  spillRoot.catch(() => undefined);
+  return { spillRoot, stopSweep };
+}
+
+/** `done`: settles once the actor has ended and {@link settle} has closed everything. */
+function settled(actor: StartedRecovery['actor'], s: Settling): Promise<RecoveryReport> {
+  const ended = new Promise<void>((resolve) => {
+    actor.subscribe({ complete: () => resolve(), error: () => resolve() });
+  });
+  // Marked handled: a caller may await done only later; that must never crash the process.
+  return handled(ended.then(() => settle(actor, s)));
+}
+
+/** The recovery as its caller holds it, over the started actor. */
+function recoveryHandle(
+  actor: StartedRecovery['actor'],
+  r: {
+    taskId: string;
+    done: Promise<RecoveryReport>;
+    cancel: (reason?: unknown) => void;
+    readProgress: () => RecoveryProgress;
+    progress: ProgressCounters;
+    kept: KeptFromCaller;
+  },
+): StartedRecovery {
+  const { taskId, done, cancel, kept } = r;
   return {
     actor,
     taskId,
     done,
     cancel,
-    progress: readProgress,
-    ownership: () => describeOwnership(actor.getSnapshot().context, progress),
+    progress: r.readProgress,
+    ownership: () => describeOwnership(actor.getSnapshot().context, r.progress),
     checkpoint(id, checkpointOptions) {
       // A wrong option is the caller's mistake: thrown by the call, like recoverChannelState's.
       validateCheckpointOptions(checkpointOptions);
@@ -162,9 +197,9 @@ export function startRecoveryOn(
       // it may have rejected (the task was cancelled while the remainder was written).
       return handled(
         requestCheckpoint(actor, taskId, id, checkpointOptions, {
-          consumerErrors,
+          consumerErrors: kept.consumerErrors,
           remainderWritten: (file) => {
-            if (checkpointOptions?.out === undefined) defaultRemainders.add(file);
+            if (checkpointOptions?.out === undefined) kept.defaultRemainders.add(file);
           },
         }),
       );
@@ -184,7 +219,7 @@ function taskServices(
   },
 ): TaskServices {
   const { taskId, spillRoot } = task;
-  return {
+  const services: TaskServices = {
     taskId,
     checkpoint: options.checkpoint,
     taskDir: async () => (await spillRoot).taskDirPath(taskId),
@@ -197,8 +232,9 @@ function taskServices(
     progress: task.progress,
     mailbox: new Mailbox(),
     executor: new SerialExecutor(`channel-io-${taskId}`),
-    hooks: options.hooks ?? {},
   };
+  // Tests and the demo's pool hand hooks in; the stages never call them (task-hooks.ts).
+  return options.hooks === undefined ? services : withHooks(services, options.hooks);
 }
 
 /** The caller's channel factory, adapted: streams kept for release, consumer errors tagged. */

@@ -1,8 +1,20 @@
 /** `spillway bench [--json] [--quick] [--runs N] [--growth] [--svg FILE]` */
 import { tmpdir } from 'node:os';
-import { FULL_GROWTH, QUICK_GROWTH } from '../../bench/growth.ts';
+import {
+  FULL_GROWTH,
+  QUICK_GROWTH,
+  type GrowthFigures,
+  type GrowthOptions,
+} from '../../bench/growth.ts';
 import type { RatioFigures } from '../../bench/ratios.ts';
-import { FULL, QUICK, TARGETS, runBench, type BenchResult } from '../../bench/run.ts';
+import {
+  FULL,
+  QUICK,
+  TARGETS,
+  runBench,
+  type BenchDetails,
+  type BenchResult,
+} from '../../bench/run.ts';
 import type { Spread } from '../../bench/stats.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { printJson, ProgressLine, table, type Io } from './io.ts';
@@ -74,7 +86,16 @@ function ratioRows(name: string, r: RatioFigures | { skipped: string }): [string
   ];
 }
 
-export async function run(argv: string[], io: Io): Promise<number> {
+/** What the command line asks for; `undefined` for `--help`. */
+interface BenchArgs {
+  json: boolean;
+  quick: boolean;
+  preset: typeof FULL;
+  runs: number;
+  growth: GrowthOptions | undefined;
+}
+
+function parseArgs(argv: string[]): BenchArgs | undefined {
   const { values } = parse(argv, {
     json: { type: 'boolean' },
     quick: { type: 'boolean' },
@@ -82,10 +103,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     growth: { type: 'boolean' },
     svg: { type: 'string' },
   });
-  if (values.help) {
-    io.out.write(usage);
-    return 0;
-  }
+  if (values.help) return undefined;
   const quick = values.quick === true || process.env.SPILLWAY_BENCH_QUICK === '1';
   const preset = quick ? QUICK : FULL;
   const runs = intOption(values, 'runs', preset.runs, { min: 1, max: 100 });
@@ -96,98 +114,32 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (svg !== undefined && values.growth !== true) throw new UsageError('--svg needs --growth');
   const growth =
     values.growth === true ? { ...(quick ? QUICK_GROWTH : FULL_GROWTH), svg } : undefined;
+  return { json: values.json === true, quick, preset, runs, growth };
+}
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const args = parseArgs(argv);
+  if (args === undefined) {
+    io.out.write(usage);
+    return 0;
+  }
   const signals = trapSignals();
   const progress = new ProgressLine(io);
   try {
     const { result, details: d } = await runBench({
-      ...preset,
-      runs,
-      growth,
+      ...args.preset,
+      runs: args.runs,
+      growth: args.growth,
       tmpRoot: tmpdir(),
       signal: signals.signal,
       progress: (fraction, text) => progress.update(fraction, text),
     });
     progress.done();
-    if (values.json) {
+    if (args.json) {
       printJson(io, d.growth === undefined ? result : { ...result, growth: d.growth });
       return 0;
     }
-    const rows: [string, string][] = [['figure', 'median (min–max)    target']];
-    for (const key of Object.keys(result) as (keyof BenchResult)[]) {
-      const v = result[key];
-      const shown = typeof v === 'number' ? v.toFixed(1) : fmt(v);
-      rows.push([key, `${shown}    ${verdict(key, typeof v === 'number' ? v : v?.median)}`]);
-    }
-    const growthRows: [string, string][] = [];
-    if (d.growth !== undefined) {
-      for (const s of d.growth.state) {
-        growthRows.push([
-          `${s.mb} MiB of state`,
-          `${(s.ms / 1000).toFixed(1)} s (${s.msPerGiB} ms/GiB), peak RSS ${s.peakRssMiB} MiB`,
-        ]);
-      }
-      for (const t of d.growth.tasks) {
-        growthRows.push([
-          `${t.tasks} task(s) at once`,
-          `peak RSS ${t.peakRssMiB} MiB, ${t.rssPerTaskMiB} MiB per task, ${(t.ms / 1000).toFixed(1)} s`,
-        ]);
-      }
-      for (const c of d.growth.channels) {
-        growthRows.push([
-          `${c.channels} channel(s)`,
-          `${(c.recoverMs / 1000).toFixed(1)} s = ${c.vsFloor}× creating ${c.channels} files ` +
-            `(${(c.floorMs / 1000).toFixed(1)} s), peak RSS ${c.peakRssMiB} MiB`,
-        ]);
-      }
-    }
-    io.out.write(
-      `spillway bench${quick ? ' --quick (smoke sizes: not a measurement)' : ''}: ${runs} alternating run(s), ` +
-        `${d.checkpoint.payloadMiB} MiB checkpoint (${d.checkpoint.entries} entries, ` +
-        `${d.checkpoint.channels} channels, ${d.disk.spillFiles} spill files)\n\n` +
-        table(rows) +
-        '\nbehind the figures (medians):\n' +
-        table([
-          ...ratioRows('disk', d.disk),
-          ...ratioRows('tmpfs', d.tmpfs),
-          [
-            'cancel → dir gone',
-            `median ${d.cancel.ms.median.toFixed(1)} ms, max ${d.cancel.ms.max.toFixed(1)} ms over ${d.cancel.samples} cancels; ` +
-              `${d.cancel.filesPerRecovery} files per recovery; stages ${JSON.stringify(d.cancel.stages)}`,
-          ],
-          [
-            'rss child',
-            `${d.rss.peakMiB.toFixed(1)} MiB peak, ${d.rss.baselineMiB.toFixed(1)} MiB with nothing recovered; ` +
-              `${(d.rss.bytes / 1024 ** 2).toFixed(0)} MiB in ${(d.rss.ms / 1000).toFixed(1)} s`,
-          ],
-          [
-            'recover vs dd',
-            `${fmt(d.e2e.recoverMs, ' ms')} vs ${fmt(d.e2e.ddMs, ' ms')} (${d.options.e2eMb} MiB, 32 channels)`,
-          ],
-          [
-            'start-up',
-            `${fmt(d.startup.spillwayMs, ' ms')} vs node ${fmt(d.startup.nodeMs, ' ms')}`,
-          ],
-          [
-            'rescale 0/2 fetch',
-            `${fmt(d.filtering.filtering, ' MiB/s')} vs ${fmt(d.filtering.spilling, ' MiB/s')} unfiltered; ` +
-              `${d.filtering.kept} of ${d.filtering.records} records kept`,
-          ],
-          [
-            'Flink vs SPWC fetch',
-            `${fmt(d.flink.flinkMiBs, ' MiB/s')} vs ${fmt(d.flink.spwcMiBs, ' MiB/s')} (${d.flink.entries} entries)`,
-          ],
-          [
-            's3:// vs ranged GET',
-            'skipped' in d.remote
-              ? `skipped: ${d.remote.skipped}`
-              : `${fmt(d.remote.s3VsRangedGet)} (goal ≥ 0.85; ${fmt(d.remote.throughput.spillway, ' MiB/s')} vs ` +
-                `${fmt(d.remote.throughput.rangedGet, ' MiB/s')}, ${d.remote.objectMiB} MiB through a local s3rver)`,
-          ],
-          ...growthRows,
-          ['load average', `${d.load[0]} at start, ${d.load[1]} at end (2 cores)`],
-          ['took', `${(d.durationMs / 1000).toFixed(1)} s`],
-        ]),
-    );
+    io.out.write(report(args, result, d));
     return 0;
   } catch (error) {
     progress.done();
@@ -199,4 +151,96 @@ export async function run(argv: string[], io: Io): Promise<number> {
   } finally {
     signals.dispose();
   }
+}
+
+/** The human report: the figures against their targets, then what is behind them. */
+function report(args: BenchArgs, result: BenchResult, d: BenchDetails): string {
+  return (
+    `spillway bench${args.quick ? ' --quick (smoke sizes: not a measurement)' : ''}: ${args.runs} alternating run(s), ` +
+    `${d.checkpoint.payloadMiB} MiB checkpoint (${d.checkpoint.entries} entries, ` +
+    `${d.checkpoint.channels} channels, ${d.disk.spillFiles} spill files)\n\n` +
+    table(figureRows(result)) +
+    '\nbehind the figures (medians):\n' +
+    table([
+      ...ratioRows('disk', d.disk),
+      ...ratioRows('tmpfs', d.tmpfs),
+      ...detailRows(d),
+      ...(d.growth === undefined ? [] : growthRows(d.growth)),
+      ['load average', `${d.load[0]} at start, ${d.load[1]} at end (2 cores)`],
+      ['took', `${(d.durationMs / 1000).toFixed(1)} s`],
+    ])
+  );
+}
+
+/** One row a figure: its median (min–max) and whether it met its target. */
+function figureRows(result: BenchResult): [string, string][] {
+  const rows: [string, string][] = [['figure', 'median (min–max)    target']];
+  for (const key of Object.keys(result) as (keyof BenchResult)[]) {
+    const v = result[key];
+    const shown = typeof v === 'number' ? v.toFixed(1) : fmt(v);
+    rows.push([key, `${shown}    ${verdict(key, typeof v === 'number' ? v : v?.median)}`]);
+  }
+  return rows;
+}
+
+/** The measurements behind the single figures: cancel, RSS, end-to-end, start-up, readers. */
+function detailRows(d: BenchDetails): [string, string][] {
+  return [
+    [
+      'cancel → dir gone',
+      `median ${d.cancel.ms.median.toFixed(1)} ms, max ${d.cancel.ms.max.toFixed(1)} ms over ${d.cancel.samples} cancels; ` +
+        `${d.cancel.filesPerRecovery} files per recovery; stages ${JSON.stringify(d.cancel.stages)}`,
+    ],
+    [
+      'rss child',
+      `${d.rss.peakMiB.toFixed(1)} MiB peak, ${d.rss.baselineMiB.toFixed(1)} MiB with nothing recovered; ` +
+        `${(d.rss.bytes / 1024 ** 2).toFixed(0)} MiB in ${(d.rss.ms / 1000).toFixed(1)} s`,
+    ],
+    [
+      'recover vs dd',
+      `${fmt(d.e2e.recoverMs, ' ms')} vs ${fmt(d.e2e.ddMs, ' ms')} (${d.options.e2eMb} MiB, 32 channels)`,
+    ],
+    ['start-up', `${fmt(d.startup.spillwayMs, ' ms')} vs node ${fmt(d.startup.nodeMs, ' ms')}`],
+    [
+      'rescale 0/2 fetch',
+      `${fmt(d.filtering.filtering, ' MiB/s')} vs ${fmt(d.filtering.spilling, ' MiB/s')} unfiltered; ` +
+        `${d.filtering.kept} of ${d.filtering.records} records kept`,
+    ],
+    [
+      'Flink vs SPWC fetch',
+      `${fmt(d.flink.flinkMiBs, ' MiB/s')} vs ${fmt(d.flink.spwcMiBs, ' MiB/s')} (${d.flink.entries} entries)`,
+    ],
+    [
+      's3:// vs ranged GET',
+      'skipped' in d.remote
+        ? `skipped: ${d.remote.skipped}`
+        : `${fmt(d.remote.s3VsRangedGet)} (goal ≥ 0.85; ${fmt(d.remote.throughput.spillway, ' MiB/s')} vs ` +
+          `${fmt(d.remote.throughput.rangedGet, ' MiB/s')}, ${d.remote.objectMiB} MiB through a local s3rver)`,
+    ],
+  ];
+}
+
+/** With `--growth`: one row per state size, task count and channel count. */
+function growthRows(growth: GrowthFigures): [string, string][] {
+  const rows: [string, string][] = [];
+  for (const s of growth.state) {
+    rows.push([
+      `${s.mb} MiB of state`,
+      `${(s.ms / 1000).toFixed(1)} s (${s.msPerGiB} ms/GiB), peak RSS ${s.peakRssMiB} MiB`,
+    ]);
+  }
+  for (const t of growth.tasks) {
+    rows.push([
+      `${t.tasks} task(s) at once`,
+      `peak RSS ${t.peakRssMiB} MiB, ${t.rssPerTaskMiB} MiB per task, ${(t.ms / 1000).toFixed(1)} s`,
+    ]);
+  }
+  for (const c of growth.channels) {
+    rows.push([
+      `${c.channels} channel(s)`,
+      `${(c.recoverMs / 1000).toFixed(1)} s = ${c.vsFloor}× creating ${c.channels} files ` +
+        `(${(c.floorMs / 1000).toFixed(1)} s), peak RSS ${c.peakRssMiB} MiB`,
+    ]);
+  }
+  return rows;
 }

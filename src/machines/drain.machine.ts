@@ -25,12 +25,10 @@ export const drainChannels = fromPromise<DrainReport, DrainInput>(async ({ input
   const onAbort = () => drainer.stop();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    await services.hooks.beforeStage?.('drain', services);
     return await services.executor.submit('drain', async () => {
       let report: DrainReport;
       try {
         await input.state.release(); // the hand-off grant
-        await services.hooks.beforeDrain?.(drainer);
         report = await drainer.drain();
       } catch (error) {
         // Report before the cleanup awaits anything: a cancel arriving meanwhile must not

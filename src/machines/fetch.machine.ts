@@ -53,7 +53,6 @@ export function createSpillCheckpoint(rules: SpillRules) {
   return fromPromise<FetchOutput, FetchInput>(async ({ input, signal }) => {
     const { services, ending, parent } = input;
     try {
-      await services.hooks.beforeStage?.('fetch', services);
       const taskDir = await services.taskDir();
       const result = await services.executor.submit('fetch', () =>
         fetchToSpill({

@@ -39,7 +39,6 @@ function mail<T>(input: GapInput, name: string, signal: AbortSignal, body: () =>
 
 export const requestPartitions = fromPromise<Map<number, ChannelConsumer>, GapInput>(
   async ({ input, signal }) => {
-    await input.services.hooks.beforeStage?.('gap', input.services);
     return mail(input, 'requestPartitions', signal, () => {
       const consumers = new Map<number, ChannelConsumer>();
       for (const info of input.state.channels) {
@@ -64,8 +63,10 @@ export const buildDrainer = fromPromise<
     });
     // Hand-off at acquisition, in the same synchronous step that opened the main reader.
     input.parent.send({ type: 'DRAINER.READY', drainer });
-    input.services.hooks.afterDrainerBuilt?.(drainer);
-  }),
+    // Returned for the task's hooks (task-hooks.ts), which run after this body; the actor's
+    // output stays empty.
+    return drainer;
+  }).then(() => undefined),
 );
 
 export const installTrigger = fromPromise<void, GapInput>(({ input, signal }) =>

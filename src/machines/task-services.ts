@@ -19,8 +19,10 @@ import type { StageName } from '../services/stage.ts';
 export type { StageName };
 
 /**
- * Fault and timing hooks for tests and the demo's fault injection. Each runs inside a stage
- * actor, so whatever it throws arrives as that stage's failure, never inside the task machine.
+ * Fault and timing hooks for tests and the demo's fault injection. The stages call none of
+ * them: `withHooks` (task-hooks.ts) runs each where a stage reaches the task's mailbox or
+ * executor, inside that stage's actor, so whatever a hook throws arrives as that stage's
+ * failure, never inside the task machine.
  */
 export interface TaskHooks {
   /** Runs as a stage starts, before its first mail or job is submitted. */
@@ -50,7 +52,6 @@ export interface TaskServices {
   readonly channels: (info: ChannelInfo) => ChannelConsumer;
   readonly mailbox: Mailbox;
   readonly executor: SerialExecutor;
-  readonly hooks: TaskHooks;
 }
 
 /** What a stage keeps of the task's ending: where an error raised after its stop goes. */

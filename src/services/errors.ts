@@ -209,6 +209,23 @@ export abstract class RemoteLocationError extends SpillwayError {
 }
 
 /**
+ * What a remote read that gave up carries besides the location and reason: how many times it
+ * was retried first. {@link RemoteError} (failed for good) and {@link RemoteTimeoutError} (its
+ * deadline passed) share it; the package groups them under {@link RemoteLocationError} only.
+ */
+export abstract class RetriedRemoteError extends RemoteLocationError {
+  constructor(
+    location: string,
+    reason: string,
+    /** How many times the read was retried before it gave up. */
+    readonly retries = 0,
+    options?: { cause?: unknown },
+  ) {
+    super(location, reason, options);
+  }
+}
+
+/**
  * A remote checkpoint that does not exist: no such object, key or bucket (HTTP 404/410). Bad
  * input, like a missing file. `location` is redacted.
  *
@@ -244,18 +261,8 @@ export class RemoteAccessError extends RemoteLocationError {
  * new RemoteError('https://h/cp.spwc?<redacted>', 'gave up after 8 retries: HTTP 503', 8);
  * ```
  */
-export class RemoteError extends RemoteLocationError {
+export class RemoteError extends RetriedRemoteError {
   override readonly code = 'ERR_SPILLWAY_REMOTE';
-
-  constructor(
-    location: string,
-    reason: string,
-    /** How many times the read was retried before it failed for good. */
-    readonly retries = 0,
-    options?: { cause?: unknown },
-  ) {
-    super(location, reason, options);
-  }
 }
 
 /**
@@ -285,18 +292,8 @@ export class RemoteUnsupportedError extends RemoteLocationError {
  * // 'ERR_SPILLWAY_REMOTE_TIMEOUT'
  * ```
  */
-export class RemoteTimeoutError extends RemoteLocationError {
+export class RemoteTimeoutError extends RetriedRemoteError {
   override readonly code = 'ERR_SPILLWAY_REMOTE_TIMEOUT';
-
-  constructor(
-    location: string,
-    reason: string,
-    /** How many times the read was retried before the deadline passed. */
-    readonly retries = 0,
-    options?: { cause?: unknown },
-  ) {
-    super(location, reason, options);
-  }
 }
 
 /**
@@ -711,6 +708,31 @@ export function addSuppressed(primary: Error, later: unknown): void {
     Object.defineProperty(holder, 'suppressed', { value: [], enumerable: false, writable: true });
   }
   if (!holder.suppressed!.includes(error)) holder.suppressed!.push(error);
+}
+
+/**
+ * Runs `body`; when it fails, runs `cleanUp` and rethrows the body's error. The first cause wins
+ * (G5): a failed clean-up goes to that error's `.suppressed`, never in its place.
+ *
+ * @example
+ * ```ts
+ * await cleanUpOnFailure(() => writeAll(writer), () => writer.discard());
+ * ```
+ */
+export async function cleanUpOnFailure<T>(
+  body: () => Promise<T>,
+  cleanUp: () => Promise<void>,
+): Promise<T> {
+  try {
+    return await body();
+  } catch (primary) {
+    try {
+      await cleanUp();
+    } catch (later) {
+      if (primary instanceof Error) addSuppressed(primary, later);
+    }
+    throw primary;
+  }
 }
 
 /**

@@ -4,13 +4,7 @@
  * through the shared abort flag (F4, D3), never by cutting a job short.
  */
 import { RejectedError } from './errors.ts';
-
-interface Job {
-  readonly name: string;
-  readonly run: () => unknown;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (reason: unknown) => void;
-}
+import { SerialQueue } from './serial-queue.ts';
 
 /**
  * Runs submitted jobs serially in FIFO order; `shutdown()` is graceful.
@@ -23,8 +17,10 @@ interface Job {
  * ```
  */
 export class SerialExecutor {
-  private readonly queue: Job[] = [];
-  private running = false;
+  // No-op unless shutdown() is waiting; nothing can be queued after shutdown, so this is final.
+  private readonly queue = new SerialQueue(() => {
+    if (this.stopping !== undefined) this.markDrained();
+  });
   private stopping: Promise<void> | undefined;
   private markDrained: () => void = () => {};
 
@@ -37,7 +33,7 @@ export class SerialExecutor {
 
   /** Nothing queued and nothing running. */
   get idle(): boolean {
-    return !this.running && this.queue.length === 0;
+    return this.queue.idle;
   }
 
   /**
@@ -51,14 +47,7 @@ export class SerialExecutor {
         new RejectedError(`job '${name}' rejected: executor '${this.name}' is shut down`),
       );
     }
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ name, run: job, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.running) {
-        this.running = true;
-        // Never run inside submit(): like a thread pool, the submitter keeps going first.
-        queueMicrotask(() => void this.pump());
-      }
-    });
+    return this.queue.enqueue(name, job);
   }
 
   /**
@@ -72,18 +61,5 @@ export class SerialExecutor {
       ? Promise.resolve()
       : new Promise<void>((resolve) => (this.markDrained = resolve));
     return this.stopping;
-  }
-
-  private async pump(): Promise<void> {
-    for (let job = this.queue.shift(); job !== undefined; job = this.queue.shift()) {
-      try {
-        job.resolve(await job.run());
-      } catch (e) {
-        job.reject(e);
-      }
-    }
-    this.running = false;
-    // No-op unless shutdown() is waiting; nothing can be queued after shutdown, so this is final.
-    if (this.stopping !== undefined) this.markDrained();
   }
 }

@@ -5,16 +5,10 @@
  * must be registered with the registry backstop before the first mail is posted.
  */
 import { RejectedError } from './errors.ts';
+import { SerialQueue } from './serial-queue.ts';
 
 /** `open`: put and take. `quiesced`: take only. `closed`: nothing. */
 export type MailboxState = 'open' | 'quiesced' | 'closed';
-
-interface Mail {
-  readonly name: string;
-  readonly run: () => unknown;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (reason: unknown) => void;
-}
 
 /**
  * A single-consumer FIFO of named mails; one mail runs at a time.
@@ -29,8 +23,7 @@ interface Mail {
  */
 export class Mailbox {
   private current: MailboxState = 'open';
-  private readonly queue: Mail[] = [];
-  private pumping = false;
+  private readonly queue = new SerialQueue();
 
   get state(): MailboxState {
     return this.current;
@@ -38,7 +31,7 @@ export class Mailbox {
 
   /** Mails queued and not yet started (the running mail is not counted). */
   get pending(): number {
-    return this.queue.length;
+    return this.queue.pending;
   }
 
   /**
@@ -52,15 +45,9 @@ export class Mailbox {
         new RejectedError(`mail '${name}' rejected: mailbox is ${this.current}`),
       );
     }
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ name, run: mail, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.pumping) {
-        this.pumping = true;
-        // Never run inside execute(): the caller must be able to finish its own step (e.g.
-        // register a state) before any mail observes it.
-        queueMicrotask(() => void this.pump());
-      }
-    });
+    // Never run inside execute(): the caller must be able to finish its own step (e.g.
+    // register a state) before any mail observes it.
+    return this.queue.enqueue(name, mail);
   }
 
   /** Moves `open` → `quiesced` (Flink `prepareClose()`); any other state is left alone. */
@@ -76,20 +63,7 @@ export class Mailbox {
   close(): { dropped: number; names: string[] } {
     if (this.current === 'closed') return { dropped: 0, names: [] };
     this.current = 'closed';
-    const names = this.queue.splice(0).map((m) => m.name);
+    const names = this.queue.drop();
     return { dropped: names.length, names };
-  }
-
-  private async pump(): Promise<void> {
-    // Mails are taken from the queue only when they start, so close() can still drop one that
-    // was queued while the previous mail ran.
-    for (let mail = this.queue.shift(); mail !== undefined; mail = this.queue.shift()) {
-      try {
-        mail.resolve(await mail.run());
-      } catch (e) {
-        mail.reject(e);
-      }
-    }
-    this.pumping = false;
   }
 }

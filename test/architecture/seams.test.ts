@@ -5,6 +5,9 @@
  * - the product outside src/pool/ (the demo's fault injection, a feature of `spillway demo`)
  *   imports no fault or hook registry: the file seam counts and fails nothing unless a fault
  *   seam is handed to it;
+ * - no stage calls a task hook: the hooks (tests, the demo's pool) run where the stages reach
+ *   the task's mailbox and executor, wrapped by machines/task-hooks.ts only for a task started
+ *   with hooks;
  * - the product carries no switch for the mutation tests: no option swaps the task machine
  *   (tests call `startRecoveryOn` with a machine made in their own code) and no boolean turns a
  *   guarantee off (the spill actor is composed from its rules, the product's in `spillRules`).
@@ -17,6 +20,7 @@ import { repo, sourcesUnder, specifiersOf, src } from './sources.ts';
 
 const FS_SEAM = join(src, 'services', 'fs.ts');
 const FAULT_SEAM = join(src, 'pool', 'fault-seam.ts');
+const TASK_HOOKS = join(src, 'machines', 'task-hooks.ts');
 const under = (dir: string) => (file: string) => file.startsWith(join(src, dir) + sep);
 
 /** Whether a source imports node's file system module itself. */
@@ -30,6 +34,11 @@ function importsFaultRegistry(file: string, text: string): boolean {
     (s) => s.startsWith('.') && resolve(dirname(file), s) === FAULT_SEAM,
   );
   return viaPath || /\b(injectFault|setFsHook|fsOpCounts|resetFsSeam)\s*\(/.test(text);
+}
+
+/** Whether a source calls one of the task hooks (`beforeStage`, `afterDrainerBuilt`, `beforeDrain`). */
+function callsTaskHook(text: string): boolean {
+  return /\.(beforeStage|afterDrainerBuilt|beforeDrain)\s*(\?\.)?\s*\(/.test(text);
 }
 
 /** Whether a source declares a machine-swapping option or a guarantee-off switch. */
@@ -50,6 +59,23 @@ describe('seams', () => {
     ).toBe(true);
     expect(importsFaultRegistry(file, "seam.injectFault({ op: 'rm', code: 'EIO' });")).toBe(true);
     expect(importsFaultRegistry(file, "import { fsSeam } from '../fs.ts';")).toBe(false);
+  });
+
+  it('the check flags a task hook called, not one handed in', () => {
+    expect(callsTaskHook("await services.hooks.beforeStage?.('drain', services);")).toBe(true);
+    expect(callsTaskHook('input.services.hooks.afterDrainerBuilt?.(drainer);')).toBe(true);
+    expect(callsTaskHook('await this.hooks.beforeDrain(drainer);')).toBe(true);
+    expect(
+      callsTaskHook("hooks: { beforeStage: (stage) => void (fetching &&= stage === 'fetch') },"),
+    ).toBe(false);
+    expect(callsTaskHook('  beforeDrain?(drainer: Drainer): void | Promise<void>;')).toBe(false);
+  });
+
+  it('no stage calls a task hook: outside src/pool/ only machines/task-hooks.ts runs them', () => {
+    const found = sourcesUnder(src)
+      .filter((f) => f !== TASK_HOOKS && !under('pool')(f))
+      .filter((f) => callsTaskHook(readFileSync(f, 'utf8')));
+    expect(found.map((f) => relative(repo, f))).toEqual([]);
   });
 
   it('the check flags a machine option and a guarantee-off switch', () => {

@@ -2,7 +2,7 @@
  * A deterministic checkpoint generator for tests, the demo and the bench: the same options and
  * seed give the same bytes on every platform.
  */
-import { AbortedError, addSuppressed } from '../errors.ts';
+import { AbortedError, cleanUpOnFailure } from '../errors.ts';
 import { MAX_CHANNEL, MAX_ENTRY_LENGTH, MAX_GATE } from './format.ts';
 import { CheckpointWriter } from './writer.ts';
 
@@ -158,11 +158,11 @@ export async function makeCheckpoint(options: MakeCheckpointOptions): Promise<Ma
   // Word-aligned so the PRNG can fill 4 bytes per step; the tail of the last word is unused.
   const words = new Uint32Array(Math.ceil(maxEntryBytes / 4));
   const bytes = Buffer.from(words.buffer, words.byteOffset, words.byteLength);
-  const totals = new Map<number, number>();
+  const totals = new ChannelTotals();
 
   const writer = await CheckpointWriter.create(options.out);
   let entries = 0;
-  try {
+  await writeOrDiscard(writer, async () => {
     let remaining = total;
     while (remaining > 0) {
       const gate = rng.below(gates);
@@ -178,33 +178,55 @@ export async function makeCheckpoint(options: MakeCheckpointOptions): Promise<Ma
         throw new AbortedError('checkpoint make cancelled', { cause: options.signal.reason });
       }
       await writer.append(gate, channel, bytes.subarray(0, length));
-      const key = gate * (MAX_CHANNEL + 1) + channel;
-      totals.set(key, (totals.get(key) ?? 0) + length);
+      totals.add(gate, channel, length);
       remaining -= length;
       entries++;
     }
-    await writer.close();
-  } catch (e) {
-    try {
-      await writer.discard();
-    } catch (cleanup) {
-      if (e instanceof Error) addSuppressed(e, cleanup);
-    }
-    throw e;
-  }
-
-  const list = [...totals.entries()]
-    .sort((a, b) => a[0] - b[0])
-    .map(([key, sum]) => ({
-      gate: Math.floor(key / (MAX_CHANNEL + 1)),
-      channel: key % (MAX_CHANNEL + 1),
-      bytes: sum,
-    }));
+  });
   return {
     path: options.out,
     entries,
     payloadBytes: total,
     fileBytes: writer.bytesWritten,
-    channels: list,
+    channels: totals.list(),
   };
+}
+
+/**
+ * Runs `write` and closes the writer; on any failure discards the file instead, so a failed
+ * generator leaves no half-written checkpoint (the first cause wins, a failed discard goes to
+ * its `.suppressed`).
+ */
+export async function writeOrDiscard(
+  writer: CheckpointWriter,
+  write: () => Promise<void>,
+): Promise<void> {
+  await cleanUpOnFailure(
+    async () => {
+      await write();
+      await writer.close();
+    },
+    () => writer.discard(),
+  );
+}
+
+/** The payload bytes a generator wrote per channel (zero-length entries count the channel). */
+export class ChannelTotals {
+  private readonly totals = new Map<number, number>();
+
+  add(gate: number, channel: number, bytes: number): void {
+    const key = gate * (MAX_CHANNEL + 1) + channel;
+    this.totals.set(key, (this.totals.get(key) ?? 0) + bytes);
+  }
+
+  /** Every channel seen, sorted by gate then channel, as {@link MadeCheckpoint.channels}. */
+  list(): MadeCheckpoint['channels'] {
+    return [...this.totals.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([key, bytes]) => ({
+        gate: Math.floor(key / (MAX_CHANNEL + 1)),
+        channel: key % (MAX_CHANNEL + 1),
+        bytes,
+      }));
+  }
 }

@@ -4,8 +4,8 @@
  * fault-injection tests reach all of it.
  */
 import { crc32, crc32Combine } from '../crc32.ts';
-import { AbortedError, CorruptCheckpointError, addSuppressed } from '../errors.ts';
-import { openCheckpointSource, type SourceOptions } from './source.ts';
+import { AbortedError, CorruptCheckpointError } from '../errors.ts';
+import { closeAfter, openCheckpointSource, type SourceOptions } from './source.ts';
 import { redactLocation } from './redact.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
@@ -149,38 +149,30 @@ export async function readCheckpoint(
 
   const { file, bytes } = await openCheckpointSource(path, { ...options.remote, signal });
   options.onOpen?.(bytes);
-  let primary: unknown;
-  try {
-    // One buffer for the whole file: the visitor only borrows slices of it.
-    const buf = Buffer.allocUnsafe(chunkBytes);
-    const parser = new CheckpointParser(visitor, corrupt, throwIfAborted);
-    for (;;) {
-      throwIfAborted();
-      const n = await file.read(buf, 0, chunkBytes, parser.filePos);
-      if (n === 0) break;
-      parser.startChunk(n);
-      while (parser.at < n) {
-        // Awaited only when the visitor returned a promise: a synchronous visitor (a spill
-        // write that only copied) costs no microtask and no promise per entry, which at
-        // hundreds of thousands of small entries is most of the garbage (G8).
-        const waiting = parser.step(buf, n);
-        if (waiting !== undefined) await waiting;
-      }
-    }
-    return parser.end();
-  } catch (e) {
-    primary = e;
-    options.onFailure?.(e);
-    throw e;
-  } finally {
+  return closeAfter(file, async () => {
     try {
-      await file.close();
-    } catch (closeError) {
-      // The first cause wins (G5): a close failure only replaces a success.
-      if (primary === undefined) throw closeError;
-      if (primary instanceof Error) addSuppressed(primary, closeError);
+      // One buffer for the whole file: the visitor only borrows slices of it.
+      const buf = Buffer.allocUnsafe(chunkBytes);
+      const parser = new CheckpointParser(visitor, corrupt, throwIfAborted);
+      for (;;) {
+        throwIfAborted();
+        const n = await file.read(buf, 0, chunkBytes, parser.filePos);
+        if (n === 0) break;
+        parser.startChunk(n);
+        while (parser.at < n) {
+          // Awaited only when the visitor returned a promise: a synchronous visitor (a spill
+          // write that only copied) costs no microtask and no promise per entry, which at
+          // hundreds of thousands of small entries is most of the garbage (G8).
+          const waiting = parser.step(buf, n);
+          if (waiting !== undefined) await waiting;
+        }
+      }
+      return parser.end();
+    } catch (e) {
+      options.onFailure?.(e);
+      throw e;
     }
-  }
+  });
 }
 
 /**

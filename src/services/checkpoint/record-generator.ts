@@ -4,9 +4,9 @@
  * entries at random points (inside length fields too) and the entries of all virtual channels
  * interleaved. Same options and seed, same bytes.
  */
-import { AbortedError, addSuppressed } from '../errors.ts';
+import { AbortedError } from '../errors.ts';
 import { CHECKPOINT_VERSION_V2, MAX_CHANNEL, MAX_GATE, MAX_SUBTASK } from './format.ts';
-import { Xorshift128, type MadeCheckpoint } from './generator.ts';
+import { ChannelTotals, Xorshift128, writeOrDiscard, type MadeCheckpoint } from './generator.ts';
 import { CheckpointWriter } from './writer.ts';
 
 /**
@@ -129,12 +129,12 @@ export async function makeRecordCheckpoint(
       }
     }
   }
-  const totals = new Map<number, number>();
+  const totals = new ChannelTotals();
   const entry = Buffer.allocUnsafe(maxEntry);
   const writer = await CheckpointWriter.create(options.out, { version: CHECKPOINT_VERSION_V2 });
   let entries = 0;
   let payloadBytes = 0;
-  try {
+  await writeOrDiscard(writer, async () => {
     for (let k = active.length - 1; k >= 0; k--) {
       if (active[k]!.recordsLeft === 0) active.splice(k, 1);
     }
@@ -167,32 +167,18 @@ export async function makeRecordCheckpoint(
       await writer.append(stream.gate, stream.channel, entry.subarray(0, fill), stream.subtask);
       entries++;
       payloadBytes += fill;
-      const key = stream.gate * (MAX_CHANNEL + 1) + stream.channel;
-      totals.set(key, (totals.get(key) ?? 0) + fill);
+      totals.add(stream.gate, stream.channel, fill);
       if (stream.recordsLeft === 0 && stream.pos === stream.pending.length) {
         active.splice(index, 1);
       }
     }
-    await writer.close();
-  } catch (e) {
-    await writer.discard().catch((cleanup: unknown) => {
-      if (e instanceof Error) addSuppressed(e, cleanup);
-    });
-    throw e;
-  }
-  const list = [...totals.entries()]
-    .sort((a, b) => a[0] - b[0])
-    .map(([key, bytes]) => ({
-      gate: Math.floor(key / (MAX_CHANNEL + 1)),
-      channel: key % (MAX_CHANNEL + 1),
-      bytes,
-    }));
+  });
   return {
     path: options.out,
     entries,
     payloadBytes,
     fileBytes: writer.bytesWritten,
-    channels: list,
+    channels: totals.list(),
     records,
     subtasks,
   };

@@ -5,7 +5,7 @@
  * from deep inside the reader.
  */
 import { fsConstants as constants } from '../fs.ts';
-import { CheckpointPathError, errnoOf } from '../errors.ts';
+import { CheckpointPathError, cleanUpOnFailure, errnoOf } from '../errors.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
 import { httpFetcher } from './http-source.ts';
 import { isRemoteLocation } from './redact.ts';
@@ -111,6 +111,26 @@ export async function checkCheckpointFile(path: string): Promise<void> {
 export interface CheckpointByteSource {
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
   close(): Promise<void>;
+}
+
+/**
+ * Runs `body` over an open source, then closes the source whatever happened. The first cause
+ * wins (G5): a failed close replaces only a success; after a failure it goes to that error's
+ * `.suppressed`. The SPWC reader and the Flink channel-state reader both end this way.
+ *
+ * @example
+ * ```ts
+ * const { file, bytes } = await openCheckpointSource(location);
+ * const head = await closeAfter(file, async () => readHeader(file, bytes));
+ * ```
+ */
+export async function closeAfter<T>(
+  source: CheckpointByteSource,
+  body: () => Promise<T>,
+): Promise<T> {
+  const result = await cleanUpOnFailure(body, () => source.close());
+  await source.close();
+  return result;
 }
 
 /** Options of {@link openCheckpointSource}: the remote options and the read's signal. */

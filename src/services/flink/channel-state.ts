@@ -8,8 +8,9 @@
  * and what its handle can still hold.
  */
 import { crc32 } from '../crc32.ts';
-import { AbortedError, CorruptCheckpointError, addSuppressed } from '../errors.ts';
+import { AbortedError, CorruptCheckpointError } from '../errors.ts';
 import {
+  closeAfter,
   openCheckpointSource,
   type CheckpointByteSource,
   type SourceOptions,
@@ -77,126 +78,192 @@ export async function readDelegateEntries(
   visitor: CheckpointVisitor,
   options: ReadDelegateOptions = {},
 ): Promise<DelegateSummary> {
-  const chunkBytes = Math.max(options.readChunkBytes ?? DEFAULT_CHUNK_BYTES, 16);
-  const signal = options.signal;
-  const throwIfAborted = (): void => {
+  const reader = new DelegateReader(where, handles, visitor, options);
+  reader.checkOffsets();
+  reader.throwIfAborted();
+  const { file, bytes } = await openCheckpointSource(where.location, {
+    ...options.remote,
+    signal: options.signal,
+  });
+  return closeAfter(file, () => reader.read(file, bytes));
+}
+
+/**
+ * One read of a delegate stream, one method per step: the offsets checked against the stream
+ * (before it is opened), the file's size and the stream header, then each planned entry's
+ * length field and its payload.
+ */
+class DelegateReader {
+  private readonly chunkBytes: number;
+  private readonly streamEnd: number;
+  /** Every offset, sorted (Flink's extractOffsetsSorted). */
+  private readonly planned: Planned[] = [];
+  /** What each handle may still hold: its declared state size, lengths included. */
+  private readonly left: number[];
+  /**
+   * A stream that is (almost) all selected entries is read ahead in whole chunks, like an SPWC
+   * file; a shared one (other subtasks' entries in between) one selected entry at a time, so
+   * its foreign bytes are not read.
+   */
+  private readonly dense: boolean;
+  private entries = 0;
+  private payloadBytes = 0;
+
+  constructor(
+    private readonly where: DelegateLocation,
+    private readonly handles: readonly DelegateHandle[],
+    private readonly visitor: CheckpointVisitor,
+    private readonly options: ReadDelegateOptions,
+  ) {
+    this.chunkBytes = Math.max(options.readChunkBytes ?? DEFAULT_CHUNK_BYTES, 16);
+    this.streamEnd = where.start + where.length;
+    for (let item = 0; item < handles.length; item++) {
+      for (const offset of handles[item]!.handle.offsets) this.planned.push({ offset, item });
+    }
+    this.planned.sort((a, b) => a.offset - b.offset || a.item - b.item);
+    this.left = handles.map((h) => h.handle.stateSize);
+    const declared = this.left.reduce((a, b) => a + b, 0);
+    this.dense = declared >= 0.9 * (where.length - CHANNEL_STATE_INT_BYTES);
+  }
+
+  throwIfAborted(): void {
+    const signal = this.options.signal;
     if (signal?.aborted === true) {
-      throw signal.reason ?? new AbortedError(`${where.shown}: channel-state read aborted`);
-    }
-  };
-  const corrupt = (at: number, reason: string): CorruptCheckpointError =>
-    new CorruptCheckpointError(where.shown, at, reason);
-  const { start, length } = where;
-  const streamEnd = start + length;
-
-  // Every offset, sorted (Flink's extractOffsetsSorted), checked against the stream first.
-  const planned: Planned[] = [];
-  for (let item = 0; item < handles.length; item++) {
-    for (const offset of handles[item]!.handle.offsets) planned.push({ offset, item });
-  }
-  planned.sort((a, b) => a.offset - b.offset || a.item - b.item);
-  for (const p of planned) {
-    if (!Number.isSafeInteger(p.offset) || p.offset < CHANNEL_STATE_INT_BYTES) {
-      throw corrupt(
-        start + Math.max(0, Math.min(p.offset, length)),
-        `entry offset ${p.offset} points into the stream's ${CHANNEL_STATE_INT_BYTES}-byte header ` +
-          `(handle at byte ${handles[p.item]!.handle.metadataOffset} of _metadata)`,
-      );
-    }
-    if (p.offset + CHANNEL_STATE_INT_BYTES > length) {
-      throw corrupt(
-        streamEnd,
-        `entry offset ${p.offset} lies past the end of the ${length}-byte stream ` +
-          `(handle at byte ${handles[p.item]!.handle.metadataOffset} of _metadata)`,
-      );
+      throw signal.reason ?? new AbortedError(`${this.where.shown}: channel-state read aborted`);
     }
   }
 
-  throwIfAborted();
-  const { file, bytes } = await openCheckpointSource(where.location, { ...options.remote, signal });
-  let primary: unknown;
-  try {
-    if (bytes < streamEnd) {
-      throw corrupt(
+  private corrupt(at: number, reason: string): CorruptCheckpointError {
+    return new CorruptCheckpointError(this.where.shown, at, reason);
+  }
+
+  /** Every offset inside the stream, past its header: checked before the stream is opened. */
+  checkOffsets(): void {
+    const { start, length } = this.where;
+    for (const p of this.planned) {
+      const handleAt = this.handles[p.item]!.handle.metadataOffset;
+      if (!Number.isSafeInteger(p.offset) || p.offset < CHANNEL_STATE_INT_BYTES) {
+        throw this.corrupt(
+          start + Math.max(0, Math.min(p.offset, length)),
+          `entry offset ${p.offset} points into the stream's ${CHANNEL_STATE_INT_BYTES}-byte header ` +
+            `(handle at byte ${handleAt} of _metadata)`,
+        );
+      }
+      if (p.offset + CHANNEL_STATE_INT_BYTES > length) {
+        throw this.corrupt(
+          this.streamEnd,
+          `entry offset ${p.offset} lies past the end of the ${length}-byte stream ` +
+            `(handle at byte ${handleAt} of _metadata)`,
+        );
+      }
+    }
+  }
+
+  /** The open stream: its size and header, then every planned entry in offset order. */
+  async read(file: CheckpointByteSource, bytes: number): Promise<DelegateSummary> {
+    const { start, length } = this.where;
+    if (bytes < this.streamEnd) {
+      throw this.corrupt(
         bytes,
         `the file has ${bytes} bytes; its handle declares ${length} bytes from byte ${start}`,
       );
     }
-    const window = new ReadWindow(file, Math.min(chunkBytes, Math.max(length, 16)), corrupt);
-    const version = (await window.view(start, CHANNEL_STATE_INT_BYTES, streamEnd)).readInt32BE(0);
+    const capacity = Math.min(this.chunkBytes, Math.max(length, 16));
+    const window = new ReadWindow(file, capacity, (at, reason) => this.corrupt(at, reason));
+    await this.checkVersion(window);
+    for (let k = 0; k < this.planned.length; k++) {
+      this.throwIfAborted();
+      await this.readEntry(window, k);
+    }
+    return { entries: this.entries, payloadBytes: this.payloadBytes };
+  }
+
+  private async checkVersion(window: ReadWindow): Promise<void> {
+    const { start } = this.where;
+    const header = await window.view(start, CHANNEL_STATE_INT_BYTES, this.streamEnd);
+    const version = header.readInt32BE(0);
     if (version !== CHANNEL_STATE_VERSION) {
-      throw corrupt(
+      throw this.corrupt(
         start,
         `channel-state serialization version ${version} (only ${CHANNEL_STATE_VERSION} exists)`,
       );
     }
-    // What each handle may still hold: its declared state size, lengths included.
-    const left = handles.map((h) => h.handle.stateSize);
-    // A stream that is (almost) all selected entries is read ahead in whole chunks, like an
-    // SPWC file; a shared one (other subtasks' entries in between) one selected entry at a
-    // time, so its foreign bytes are not read.
-    const declared = left.reduce((a, b) => a + b, 0);
-    const dense = declared >= 0.9 * (length - CHANNEL_STATE_INT_BYTES);
-    let entries = 0;
-    let payloadBytes = 0;
-    for (let k = 0; k < planned.length; k++) {
-      throwIfAborted();
-      const { offset, item } = planned[k]!;
-      const { handle, subtask } = handles[item]!;
-      const at = start + offset;
-      const next = k + 1 < planned.length ? start + planned[k + 1]!.offset : streamEnd;
-      const readEnd = dense
-        ? streamEnd
-        : Math.min(next === at ? streamEnd : next, at + Math.max(left[item]!, 4), streamEnd);
-      const head = window.view(at, CHANNEL_STATE_INT_BYTES, Math.max(readEnd, at + 4));
-      const entryLength = (head instanceof Buffer ? head : await head).readInt32BE(0);
-      if (entryLength < 0) throw corrupt(at, `negative entry length ${entryLength}`);
-      const end = at + CHANNEL_STATE_INT_BYTES + entryLength;
-      if (end > streamEnd) {
-        throw corrupt(
-          at,
-          `entry of ${entryLength} bytes runs past the end of the stream ` +
-            `(${streamEnd - at - CHANNEL_STATE_INT_BYTES} bytes remain)`,
-        );
-      }
-      if (CHANNEL_STATE_INT_BYTES + entryLength > left[item]!) {
-        throw corrupt(
-          at,
-          `entry of ${entryLength} bytes exceeds what its handle declares: state size ` +
-            `${handle.stateSize} (handle at byte ${handle.metadataOffset} of _metadata)`,
-        );
-      }
-      if (k + 1 < planned.length && end > next) {
-        throw corrupt(
-          next,
-          `the entry at byte ${at} (${entryLength} bytes) overlaps the entry at byte ${next}`,
-        );
-      }
-      left[item]! -= CHANNEL_STATE_INT_BYTES + entryLength;
-      entries++;
-      const entered = visitor.onEntry(handle.gate, handle.channel, entryLength, at, subtask);
-      if (entered !== undefined) await entered;
-      let pos = at + CHANNEL_STATE_INT_BYTES;
-      while (pos < end) {
-        throwIfAborted();
-        const got = window.available(pos, end, dense ? streamEnd : end);
-        const chunk = got instanceof Buffer ? got : await got;
-        pos += chunk.length;
-        payloadBytes += chunk.length;
-        const written = visitor.onPayload(chunk, crc32(chunk));
-        if (written !== undefined) await written;
-      }
+  }
+
+  /** The `k`th planned entry: its length field, checked, then its payload. */
+  private async readEntry(window: ReadWindow, k: number): Promise<void> {
+    const { start } = this.where;
+    const { streamEnd, planned, left } = this;
+    const { offset, item } = planned[k]!;
+    const { handle, subtask } = this.handles[item]!;
+    const at = start + offset;
+    const next = k + 1 < planned.length ? start + planned[k + 1]!.offset : streamEnd;
+    const readEnd = this.dense
+      ? streamEnd
+      : Math.min(next === at ? streamEnd : next, at + Math.max(left[item]!, 4), streamEnd);
+    const head = window.view(at, CHANNEL_STATE_INT_BYTES, Math.max(readEnd, at + 4));
+    const entryLength = (head instanceof Buffer ? head : await head).readInt32BE(0);
+    this.checkEntry(
+      at,
+      entryLength,
+      handle,
+      left[item]!,
+      k + 1 < planned.length ? next : undefined,
+    );
+    const end = at + CHANNEL_STATE_INT_BYTES + entryLength;
+    left[item]! -= CHANNEL_STATE_INT_BYTES + entryLength;
+    this.entries++;
+    const entered = this.visitor.onEntry(handle.gate, handle.channel, entryLength, at, subtask);
+    if (entered !== undefined) await entered;
+    await this.payload(window, at + CHANNEL_STATE_INT_BYTES, end);
+  }
+
+  /**
+   * An entry's length against the stream, what its handle may still hold (`left`), and the
+   * next selected entry's header (`next`, absent for the last one).
+   */
+  private checkEntry(
+    at: number,
+    entryLength: number,
+    handle: FlinkChannelHandle,
+    left: number,
+    next: number | undefined,
+  ): void {
+    const { streamEnd } = this;
+    if (entryLength < 0) throw this.corrupt(at, `negative entry length ${entryLength}`);
+    const end = at + CHANNEL_STATE_INT_BYTES + entryLength;
+    if (end > streamEnd) {
+      throw this.corrupt(
+        at,
+        `entry of ${entryLength} bytes runs past the end of the stream ` +
+          `(${streamEnd - at - CHANNEL_STATE_INT_BYTES} bytes remain)`,
+      );
     }
-    return { entries, payloadBytes };
-  } catch (error) {
-    primary = error;
-    throw error;
-  } finally {
-    try {
-      await file.close();
-    } catch (closeError) {
-      if (primary === undefined) throw closeError;
-      if (primary instanceof Error) addSuppressed(primary, closeError);
+    if (CHANNEL_STATE_INT_BYTES + entryLength > left) {
+      throw this.corrupt(
+        at,
+        `entry of ${entryLength} bytes exceeds what its handle declares: state size ` +
+          `${handle.stateSize} (handle at byte ${handle.metadataOffset} of _metadata)`,
+      );
+    }
+    if (next !== undefined && end > next) {
+      throw this.corrupt(
+        next,
+        `the entry at byte ${at} (${entryLength} bytes) overlaps the entry at byte ${next}`,
+      );
+    }
+  }
+
+  /** The bytes `[pos, end)` to the visitor, in chunks of the window, each with its CRC-32. */
+  private async payload(window: ReadWindow, pos: number, end: number): Promise<void> {
+    while (pos < end) {
+      this.throwIfAborted();
+      const got = window.available(pos, end, this.dense ? this.streamEnd : end);
+      const chunk = got instanceof Buffer ? got : await got;
+      pos += chunk.length;
+      this.payloadBytes += chunk.length;
+      const written = this.visitor.onPayload(chunk, crc32(chunk));
+      if (written !== undefined) await written;
     }
   }
 }

@@ -55,6 +55,15 @@ const SCOPES = ['exclusive', 'shared'] as const;
  */
 const MAX_NESTING = 32;
 
+/** Where a handle starts; one nested deeper than {@link MAX_NESTING} is refused there. */
+function handleStart(input: HandleReader['input'], what: string, depth: number): number {
+  const at = input.position;
+  if (depth > MAX_NESTING) {
+    throw input.corrupt(at, `${what}: handles nested deeper than ${MAX_NESTING}`);
+  }
+  return at;
+}
+
 /** What a stream handle read from `_metadata` is; `key-groups` only ever nests in keyed state. */
 export type ParsedStreamHandle = FlinkStreamHandle | { kind: 'key-groups' };
 
@@ -81,9 +90,7 @@ export async function readStreamHandle(
   depth = 0,
 ): Promise<ParsedStreamHandle | null> {
   const { input } = r;
-  const at = input.position;
-  if (depth > MAX_NESTING)
-    throw input.corrupt(at, `${what}: handles nested deeper than ${MAX_NESTING}`);
+  const at = handleStart(input, what, depth);
   const type = await input.uint8(`${what} type`);
   switch (type) {
     case NULL_HANDLE:
@@ -188,9 +195,7 @@ export async function skipKeyedStateHandle(
   depth = 0,
 ): Promise<number> {
   const { input } = r;
-  const at = input.position;
-  if (depth > MAX_NESTING)
-    throw input.corrupt(at, `${what}: handles nested deeper than ${MAX_NESTING}`);
+  const at = handleStart(input, what, depth);
   const type = await input.int8(`${what} type`);
   switch (type) {
     case NULL_HANDLE:
@@ -364,6 +369,26 @@ async function index(input: MetadataInput, what: string): Promise<number> {
 }
 
 /**
+ * The two ints of Flink's `InputChannelInfo` (gate, channel) or `ResultSubpartitionInfo`
+ * (partition, subpartition), named for the side in errors.
+ */
+async function readChannelInfo(
+  input: HandleReader['input'],
+  side: 'input' | 'output',
+  what: string,
+): Promise<{ gate: number; channel: number }> {
+  const gate = await index(
+    input,
+    side === 'input' ? `${what} gate index` : `${what} partition index`,
+  );
+  const channel = await index(
+    input,
+    side === 'input' ? `${what} channel index` : `${what} subpartition index`,
+  );
+  return { gate, channel };
+}
+
+/**
  * ChannelStateHandleSerializerV1.deserializeChannelStateHandle (metadata v3–v5; in v6 after the
  * type byte): subtask index, the two channel-info ints, offsets, state size, delegate.
  */
@@ -375,14 +400,7 @@ export async function readChannelHandleV1(
   const what = side === 'input' ? 'input channel handle' : 'result subpartition handle';
   const metadataOffset = input.position;
   const subtaskIndex = await index(input, `${what} subtask index`);
-  const gate = await index(
-    input,
-    side === 'input' ? `${what} gate index` : `${what} partition index`,
-  );
-  const channel = await index(
-    input,
-    side === 'input' ? `${what} channel index` : `${what} subpartition index`,
-  );
+  const { gate, channel } = await readChannelInfo(input, side, what);
   const offsets = await readOffsets(input, what);
   const stateSize = await input.nonNegativeInt64(`${what} state size`);
   const delegate = await channelDelegate(r, what);
@@ -441,14 +459,7 @@ export async function readChannelHandlesV2(
   for (let i = 0; i < count; i++) {
     const channelAt = input.position;
     inBlob(24, 'channel');
-    const gate = await index(
-      input,
-      side === 'input' ? `${what} gate index` : `${what} partition index`,
-    );
-    const channel = await index(
-      input,
-      side === 'input' ? `${what} channel index` : `${what} subpartition index`,
-    );
+    const { gate, channel } = await readChannelInfo(input, side, what);
     const stateSize = await input.nonNegativeInt64(`${what} channel state size`);
     const offsetsAt = input.position;
     const offsetCount = await input.int32(`${what} offset count`);
