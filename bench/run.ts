@@ -316,21 +316,20 @@ async function onTmpfsChannels(
 }
 
 /** Everything one run measured, phase by phase: what the result and the details are made of. */
-interface Figures {
-  made: MadeCheckpoint;
-  disk: RatioFigures;
-  tmpfs: RatioFigures | { skipped: string };
-  cancel: CancelFigures;
-  filtering: FilteringFigures;
-  flink: FlinkFigures;
-  remote: RemoteFigures;
-  e2e: EndToEndFigures;
-  e2eTmpfs: EndToEndFigures | { skipped: string };
-  channels: ChannelFigures | { skipped: string };
-  startup: StartupFigures;
-  rss: RssFigures;
-  growth: GrowthFigures | undefined;
-}
+type Figures = Pick<
+  BenchDetails,
+  | 'disk'
+  | 'tmpfs'
+  | 'cancel'
+  | 'filtering'
+  | 'flink'
+  | 'remote'
+  | 'e2e'
+  | 'e2eTmpfs'
+  | 'channels'
+  | 'startup'
+  | 'rss'
+> & { made: MadeCheckpoint; growth: GrowthFigures | undefined };
 
 /**
  * Runs the whole bench and removes its temp dir afterwards, on success, failure or interrupt.
