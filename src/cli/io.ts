@@ -2,7 +2,8 @@
 
 export interface Io {
   out: NodeJS.WritableStream & { isTTY?: boolean };
-  err: NodeJS.WritableStream & { isTTY?: boolean };
+  /** `columns`: a terminal's width, which a progress bar must not pass (it would scroll). */
+  err: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 }
 
 export const stdio: Io = { out: process.stdout, err: process.stderr };
@@ -86,7 +87,9 @@ export class ProgressLine {
     this.last = now;
     const width = 24;
     const filled = Math.round(Math.max(0, Math.min(1, fraction)) * width);
-    this.io.err.write(`\r\x1b[2K[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] ${text}`);
+    // Cut to the terminal's width: a wrapped line is not redrawn in place, it scrolls.
+    const line = `[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] ${text}`;
+    this.io.err.write(`\r\x1b[2K${line.slice(0, Math.max(1, (this.io.err.columns || 80) - 1))}`);
   }
 
   done(): void {

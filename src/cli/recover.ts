@@ -11,11 +11,10 @@ import { ChannelFileSink } from '../services/outputs/channel-files.ts';
 import { OutputDir } from '../services/outputs/output-dir.ts';
 import { addSuppressed } from '../services/errors.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
-import { mib, printJson, ProgressLine, table, type Io } from './io.ts';
+import { mib, printJson, table, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
 import { oneLine, reportError } from './errors.ts';
-import { progressText } from './progress-text.ts';
-import type { RecoveryProgress } from '../services/progress.ts';
+import { RecoverProgress } from './progress-text.ts';
 import {
   recordRows,
   refuseV1ForRescale,
@@ -56,6 +55,11 @@ link found in DIR is ever written through.
 ${rescaleUsage}${flinkUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style); credentials come from the
                  standard AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, roles)
   --json         one JSON object on stdout
+
+Progress goes to stderr: on a terminal one bar over the whole recovery (percent, stage bytes,
+rate, elapsed, ETA, channels delivered) fitted to its width; elsewhere, or narrower than 40
+columns, plain lines (one per stage change, at most one every 5 s otherwise); none with --json
+off a terminal.
 
 A remote read survives a flaky network: a reset, a 5xx, a stalled or truncated body is resumed
 with a ranged request from the next unread byte (SPILLWAY_REMOTE_RETRIES in a row, default 6;
@@ -127,7 +131,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
         )
       : undefined;
   const signals = trapSignals((line) => io.err.write(line));
-  const progress = new ProgressLine(io);
+  // A bar on a terminal (with --json too: it erases itself), plain lines on a non-terminal
+  // stderr unless --json asked for machine output only.
+  const progress =
+    io.err.isTTY === true || values.json !== true ? new RecoverProgress(io, 'recover') : undefined;
   const start = (target: ChannelFileSink, outputState: boolean) =>
     startRecovery({
       checkpoint,
@@ -139,14 +146,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       // Reads stay at 1 MiB: 4 MiB reads raised the peak RSS of 256 MiB entries from 120 to
       // 165 MiB (over G8's 160 MiB goal) and were no faster here.
       limits: { maxSpillFileBytes, bufferBytes: MIB },
-      ...(progress.enabled
-        ? {
-            onProgress: (p: RecoveryProgress) => {
-              const { fraction, text } = progressText(p);
-              progress.update(fraction, text, true);
-            },
-            progressIntervalMs: 200,
-          }
+      ...(progress !== undefined
+        ? { onProgress: progress.show.bind(progress), progressIntervalMs: 200 }
         : {}),
       ...(rescale !== undefined ? { rescale } : {}),
       ...(flink !== undefined ? { flink: { ...flink, outputState } } : {}),
@@ -159,6 +160,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       report = await recovery.done;
       await sink.finish();
       if (outputSink !== undefined) {
+        progress?.next('output');
         recovery = start(outputSink, true);
         const outputReport = await recovery.done;
         await outputSink.finish();
@@ -181,7 +183,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       await out.discard().catch((e) => addSuppressed(error as Error, e));
       throw flink === undefined ? await flinkHint(checkpoint, error, remote) : error;
     }
-    progress.done();
+    progress?.done();
     // Sets, not nested scans: at 20,000 replaced files a scan per file took minutes. Only when
     // DIR held channel files: a set of 262,144 names is ~20 MiB that a fresh DIR never needs.
     const published = new Set(
@@ -237,7 +239,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     // Past the commit point the run is done: a signal that arrived since is not a cancel.
     return 0;
   } catch (error) {
-    progress.done();
+    progress?.done();
     if (signals.exitCode !== undefined) {
       // Cancelled by a signal: cleanup is done; its consequences are not news to the user.
       io.err.write(
