@@ -86,6 +86,7 @@ export function watchProgress(
       now.stage === last.stage &&
       now.bytesRead === last.bytesRead &&
       now.bytesDelivered === last.bytesDelivered &&
+      now.channelsDelivered === last.channelsDelivered &&
       now.channelsFinished === last.channelsFinished &&
       now.checkpoints === last.checkpoints &&
       now.retries === last.retries

@@ -6,10 +6,11 @@
 import { ALL_FAULTS, FAULT_DESCRIPTIONS, FAULT_KINDS, type FaultKind } from '../pool/faults.ts';
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, type Io } from './io.ts';
-import { trapSignals } from './signals.ts';
+import { trapSignals, type SignalScope } from './signals.ts';
 import type { InspectorServer } from '../../inspector/server.ts';
-import { openSandbox } from './pool-sandbox.ts';
+import { openSandbox, type Sandbox } from './pool-sandbox.ts';
 import { PoolProgress, poolClean, poolTable, styleFor } from './pool-view.ts';
+import type { PoolMetrics } from '../pool/metrics.ts';
 
 const DEFAULTS = { tasks: 4, loops: 200, stateMb: 8, seed: 1 };
 
@@ -82,7 +83,60 @@ export function parseFaults(raw: string): FaultKind[] {
   return [...kinds];
 }
 
+/** What the command line asks for. */
+interface DemoArgs {
+  tasks: number;
+  loops: number;
+  stateMb: number;
+  faults: FaultKind[];
+  seed: number;
+  json: boolean;
+  /** `--inspect[=PORT]`: 0 for any free port; undefined without it. */
+  port: number | undefined;
+}
+
+/** What a run came to: the pool's metrics and what its spill root still held at the end. */
+interface Outcome {
+  metrics: PoolMetrics;
+  leftovers: string[];
+  durationMs: number;
+  clean: boolean;
+}
+
 export async function run(argv: string[], io: Io): Promise<number> {
+  const args = parseArgs(argv);
+  if (args === 'help') {
+    io.out.write(usage);
+    return 0;
+  }
+  const signals = trapSignals();
+  const output = watchOutput(io);
+  const stop = AbortSignal.any([signals.signal, output.gone]);
+  let server: InspectorServer | undefined;
+  try {
+    server = await startInspector(args.port, io);
+    const started = performance.now();
+    const box = await openSandbox({
+      name: 'demo',
+      tasks: args.tasks,
+      stateMb: args.stateMb,
+      faults: args.faults,
+      seed: args.seed,
+      rescaled: true,
+      ...(server ? { inspect: (e) => server!.inspect(e) } : {}),
+    });
+    const outcome = await runPool(args, box, io, server, stop, started);
+    printSummary(io, args, box, outcome, signals);
+    return await exitCode(io, args, outcome, signals, output.gone, stop, server);
+  } finally {
+    output.dispose();
+    signals.dispose();
+    await server?.close();
+  }
+}
+
+/** The options, parsed and checked (usage errors: exit 2), or `'help'`. */
+function parseArgs(argv: string[]): DemoArgs | 'help' {
   const { rest, port } = takeInspect(argv);
   const { values } = parse(rest, {
     tasks: { type: 'string' },
@@ -92,10 +146,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     seed: { type: 'string' },
     json: { type: 'boolean' },
   });
-  if (values.help) {
-    io.out.write(usage);
-    return 0;
-  }
+  if (values.help) return 'help';
   const tasks = intOption(values, 'tasks', DEFAULTS.tasks, { min: 1, max: 256 });
   const loops = intOption(values, 'loops', DEFAULTS.loops, { min: 1, max: 10_000_000 });
   const stateMb = numberOption(values, 'state-mb', DEFAULTS.stateMb);
@@ -104,144 +155,176 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   const faults = parseFaults(stringOption(values, 'faults') ?? 'all');
   const seed = intOption(values, 'seed', DEFAULTS.seed, { max: 2 ** 32 - 1 });
-  const json = values.json === true;
-  const err = styleFor(io.err);
+  return { tasks, loops, stateMb, faults, seed, json: values.json === true, port };
+}
 
-  const signals = trapSignals();
-  // A closed terminal or reader (EIO, EPIPE on stdout or stderr) leaves no one to watch: the run
-  // stops as on a signal, so its temp dir goes now rather than after every remaining loop.
+/**
+ * A closed terminal or reader (EIO, EPIPE on stdout or stderr) leaves no one to watch: the run
+ * stops as on a signal, so its temp dir goes now rather than after every remaining loop.
+ */
+function watchOutput(io: Io): { gone: AbortSignal; dispose(): void } {
   const outputGone = new AbortController();
   const onOutputError = (e: Error) => {
     if (!outputGone.signal.aborted) outputGone.abort(e);
   };
   io.out.on('error', onOutputError);
   io.err.on('error', onOutputError);
-  const stop = AbortSignal.any([signals.signal, outputGone.signal]);
-  let server: InspectorServer | undefined;
+  return {
+    gone: outputGone.signal,
+    dispose: () => {
+      io.out.off('error', onOutputError);
+      io.err.off('error', onOutputError);
+    },
+  };
+}
+
+/** `--inspect`: the live inspector's server, announced on stderr; a port in use is exit 2. */
+async function startInspector(
+  port: number | undefined,
+  io: Io,
+): Promise<InspectorServer | undefined> {
+  if (port === undefined) return undefined;
+  // Loaded only with --inspect: the demo itself needs none of the inspector's modules.
+  const mod = await import('../../inspector/server.ts');
+  let server: InspectorServer;
   try {
-    if (port !== undefined) {
-      // Loaded only with --inspect: the demo itself needs none of the inspector's modules.
-      const mod = await import('../../inspector/server.ts');
-      try {
-        server = await mod.startInspectorServer({ port });
-      } catch (e) {
-        throw new UsageError(`--inspect: ${(e as Error).message}`);
-      }
-      io.err.write(`spillway demo: live inspector at ${err.bold(server.url)}\n`);
-    }
-    const inspector = server;
-
-    const started = performance.now();
-    const box = await openSandbox({
-      name: 'demo',
-      tasks,
-      stateMb,
-      faults,
-      seed,
-      rescaled: true,
-      ...(inspector ? { inspect: (e) => inspector.inspect(e) } : {}),
-    });
-    const progress = new PoolProgress(io.err);
-    if (progress.enabled && !json) {
-      io.err.write(
-        `spillway demo: ${tasks} task slots, ${loops} recoveries of a ${mib(box.checkpoint.payloadBytes)} ` +
-          `checkpoint in one spill root, ${faults.length} fault kinds injected (seed ${seed}); ` +
-          `odd slots restore rescaled, as subtask 0 of 2\n`,
-      );
-    }
-    let ticks = 0;
-    const tick = () => {
-      const m = box.pool.metrics;
-      progress.update(m, loops);
-      if (inspector && ticks++ % 2 === 0) {
-        inspector.publishMetrics({
-          files: m.liveFiles,
-          bytes: m.liveBytes,
-          liveTasks: m.liveTasks,
-        });
-      }
-    };
-    const timer = setInterval(tick, 100);
-    let metrics;
-    let leftovers: string[];
-    try {
-      metrics = await box.pool.run(loops, { signal: stop });
-    } finally {
-      clearInterval(timer);
-      progress.done();
-      ({ leftovers } = await box.close());
-    }
-    inspector?.publishMetrics({ files: 0, bytes: 0, liveTasks: 0 });
-    const durationMs = Math.round(performance.now() - started);
-    const clean = poolClean(metrics) && leftovers.length === 0;
-
-    if (json) {
-      printJson(io, {
-        recoveries: metrics.loops,
-        outcomes: metrics.outcomes,
-        faults: metrics.faults,
-        abortPaths: metrics.abortPaths,
-        leakedFiles: metrics.leakedFiles + leftovers.length,
-        maskedCauses: metrics.maskedCauses,
-        deliveryErrors: metrics.deliveryErrors,
-        faultsMissed: metrics.faultsMissed,
-        checkpointsVerified: metrics.checkpointsVerified,
-        bytesDelivered: metrics.bytesDelivered,
-        spillFilesWritten: metrics.spillFilesWritten,
-        peakLiveFiles: metrics.peakLiveFiles,
-        peakLiveBytes: metrics.peakLiveBytes,
-        spillRootClean: leftovers.length === 0,
-        interrupted: signals.exitCode !== undefined,
-        tasks,
-        stateBytes: box.checkpoint.payloadBytes,
-        seed,
-        durationMs,
-        ...(metrics.problems.length > 0 ? { problems: metrics.problems } : {}),
-      });
-    } else {
-      const out = styleFor(io.out);
-      io.out.write(
-        `\n${out.bold('spillway demo')}  ${tasks} task slots · ${metrics.loops} recoveries · ` +
-          `${mib(box.checkpoint.payloadBytes)} checkpoint · seed ${seed} · ` +
-          `${(durationMs / 1000).toFixed(1)} s\n\n` +
-          poolTable(metrics, out, [
-            [
-              'spill root',
-              leftovers.length === 0
-                ? `empty at the end; ${box.dir} removed`
-                : out.red(`left behind: ${leftovers.join(', ')}`),
-            ],
-          ]),
-      );
-    }
-
-    if (signals.exitCode !== undefined) {
-      io.err.write(
-        `spillway demo: cancelled by ${signals.signal.reason} after ${metrics.loops} recoveries; ` +
-          `${clean ? 'every task cleaned up, spill root removed' : 'NOT clean (see above)'}\n`,
-      );
-      return clean ? signals.exitCode : 1;
-    }
-    // Cut short with no one left to tell: not a success, whatever the loops so far showed.
-    if (outputGone.signal.aborted && metrics.loops < loops) return 1;
-    if (!clean) {
-      io.err.write(
-        `spillway demo: ${err.red('FAILED')}: ${metrics.leakedFiles + leftovers.length} leaked, ` +
-          `${metrics.maskedCauses} masked, ${metrics.deliveryErrors} delivery errors\n`,
-      );
-    }
-    if (inspector) {
-      io.err.write(`spillway demo: inspector still serving at ${inspector.url} — Ctrl-C to exit\n`);
-      await new Promise<void>((resolve) => {
-        if (stop.aborted) resolve();
-        else stop.addEventListener('abort', () => resolve(), { once: true });
-      });
-    }
-    return clean ? 0 : 1;
-  } finally {
-    io.out.off('error', onOutputError);
-    io.err.off('error', onOutputError);
-    signals.dispose();
-    await server?.close();
+    server = await mod.startInspectorServer({ port });
+  } catch (e) {
+    throw new UsageError(`--inspect: ${(e as Error).message}`);
   }
+  io.err.write(`spillway demo: live inspector at ${styleFor(io.err).bold(server.url)}\n`);
+  return server;
+}
+
+/** Runs the loops with a live progress line (and the inspector's plot), then closes the box. */
+async function runPool(
+  args: DemoArgs,
+  box: Sandbox,
+  io: Io,
+  inspector: InspectorServer | undefined,
+  stop: AbortSignal,
+  started: number,
+): Promise<Outcome> {
+  const progress = new PoolProgress(io.err);
+  if (progress.enabled && !args.json) {
+    io.err.write(
+      `spillway demo: ${args.tasks} task slots, ${args.loops} recoveries of a ${mib(box.checkpoint.payloadBytes)} ` +
+        `checkpoint in one spill root, ${args.faults.length} fault kinds injected (seed ${args.seed}); ` +
+        `odd slots restore rescaled, as subtask 0 of 2\n`,
+    );
+  }
+  let ticks = 0;
+  const tick = () => {
+    const m = box.pool.metrics;
+    progress.update(m, args.loops);
+    if (inspector && ticks++ % 2 === 0) {
+      inspector.publishMetrics({
+        files: m.liveFiles,
+        bytes: m.liveBytes,
+        liveTasks: m.liveTasks,
+      });
+    }
+  };
+  const timer = setInterval(tick, 100);
+  let metrics;
+  let leftovers: string[];
+  try {
+    metrics = await box.pool.run(args.loops, { signal: stop });
+  } finally {
+    clearInterval(timer);
+    progress.done();
+    ({ leftovers } = await box.close());
+  }
+  inspector?.publishMetrics({ files: 0, bytes: 0, liveTasks: 0 });
+  const durationMs = Math.round(performance.now() - started);
+  return { metrics, leftovers, durationMs, clean: poolClean(metrics) && leftovers.length === 0 };
+}
+
+/** The JSON object, or the table on stdout. */
+function printSummary(
+  io: Io,
+  args: DemoArgs,
+  box: Sandbox,
+  { metrics, leftovers, durationMs }: Outcome,
+  signals: SignalScope,
+): void {
+  if (args.json) {
+    printJson(io, {
+      recoveries: metrics.loops,
+      outcomes: metrics.outcomes,
+      faults: metrics.faults,
+      abortPaths: metrics.abortPaths,
+      leakedFiles: metrics.leakedFiles + leftovers.length,
+      maskedCauses: metrics.maskedCauses,
+      deliveryErrors: metrics.deliveryErrors,
+      faultsMissed: metrics.faultsMissed,
+      checkpointsVerified: metrics.checkpointsVerified,
+      bytesDelivered: metrics.bytesDelivered,
+      spillFilesWritten: metrics.spillFilesWritten,
+      peakLiveFiles: metrics.peakLiveFiles,
+      peakLiveBytes: metrics.peakLiveBytes,
+      spillRootClean: leftovers.length === 0,
+      interrupted: signals.exitCode !== undefined,
+      tasks: args.tasks,
+      stateBytes: box.checkpoint.payloadBytes,
+      seed: args.seed,
+      durationMs,
+      ...(metrics.problems.length > 0 ? { problems: metrics.problems } : {}),
+    });
+    return;
+  }
+  const out = styleFor(io.out);
+  io.out.write(
+    `\n${out.bold('spillway demo')}  ${args.tasks} task slots · ${metrics.loops} recoveries · ` +
+      `${mib(box.checkpoint.payloadBytes)} checkpoint · seed ${args.seed} · ` +
+      `${(durationMs / 1000).toFixed(1)} s\n\n` +
+      poolTable(metrics, out, [
+        [
+          'spill root',
+          leftovers.length === 0
+            ? `empty at the end; ${box.dir} removed`
+            : out.red(`left behind: ${leftovers.join(', ')}`),
+        ],
+      ]),
+  );
+}
+
+/**
+ * The run's exit code, with its closing line: cancelled by a signal (128+n when clean), cut
+ * short by a closed output (1), failed (1) or clean (0); with `--inspect` the server keeps
+ * serving until Ctrl-C first.
+ */
+async function exitCode(
+  io: Io,
+  args: DemoArgs,
+  { metrics, leftovers, clean }: Outcome,
+  signals: SignalScope,
+  outputGone: AbortSignal,
+  stop: AbortSignal,
+  inspector: InspectorServer | undefined,
+): Promise<number> {
+  const err = styleFor(io.err);
+  if (signals.exitCode !== undefined) {
+    io.err.write(
+      `spillway demo: cancelled by ${signals.signal.reason} after ${metrics.loops} recoveries; ` +
+        `${clean ? 'every task cleaned up, spill root removed' : 'NOT clean (see above)'}\n`,
+    );
+    return clean ? signals.exitCode : 1;
+  }
+  // Cut short with no one left to tell: not a success, whatever the loops so far showed.
+  if (outputGone.aborted && metrics.loops < args.loops) return 1;
+  if (!clean) {
+    io.err.write(
+      `spillway demo: ${err.red('FAILED')}: ${metrics.leakedFiles + leftovers.length} leaked, ` +
+        `${metrics.maskedCauses} masked, ${metrics.deliveryErrors} delivery errors\n`,
+    );
+  }
+  if (inspector) {
+    io.err.write(`spillway demo: inspector still serving at ${inspector.url} — Ctrl-C to exit\n`);
+    await new Promise<void>((resolve) => {
+      if (stop.aborted) resolve();
+      else stop.addEventListener('abort', () => resolve(), { once: true });
+    });
+  }
+  return clean ? 0 : 1;
 }

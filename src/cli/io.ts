@@ -1,8 +1,10 @@
 /** Output helpers shared by the commands: one JSON object on stdout, humans on stderr. */
+import { closeSync, fstatSync, openSync } from 'node:fs';
 
 export interface Io {
   out: NodeJS.WritableStream & { isTTY?: boolean };
-  err: NodeJS.WritableStream & { isTTY?: boolean };
+  /** `columns`: a terminal's width, which a progress bar must not pass (it would scroll). */
+  err: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 }
 
 export const stdio: Io = { out: process.stdout, err: process.stderr };
@@ -16,9 +18,35 @@ export const stdio: Io = { out: process.stdout, err: process.stderr };
  */
 export function quietOnClosedPipes(streams: readonly NodeJS.WritableStream[]): void {
   for (const stream of streams) {
-    stream.on('error', () => {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
       // Asynchronous write errors (pipes, ttys) land here; what was lost was only a report.
+      if (error.code === 'EIO') releaseHungUpTerminal(stream);
     });
+  }
+}
+
+/**
+ * A terminal that hung up (EIO: its window closed) would still be restored by Node at exit,
+ * and Node asserts when that fails: the process would end in SIGABRT, its exit code lost, after
+ * a clean run. Putting /dev/null in the place of every stdio fd on that terminal (stdin too:
+ * same fd number — close, then the lowest free number is taken again) makes Node see reopened
+ * fds and leave them alone. Later writes go nowhere, as they would have.
+ */
+function releaseHungUpTerminal(stream: NodeJS.WritableStream): void {
+  const { fd, isTTY } = stream as { fd?: unknown; isTTY?: boolean };
+  if (isTTY !== true || typeof fd !== 'number' || fd < 0 || fd > 2) return;
+  try {
+    const terminal = fstatSync(fd).rdev;
+    for (const each of [0, 1, 2]) {
+      // Not isatty(): a hung-up terminal fails its TCGETS, so it says false.
+      const st = fstatSync(each);
+      if (!st.isCharacterDevice() || st.rdev !== terminal) continue;
+      closeSync(each);
+      const again = openSync('/dev/null', 'r+');
+      if (again !== each) closeSync(again);
+    }
+  } catch {
+    // Best effort: at worst Node's exit-time assertion stands, as before.
   }
 }
 
@@ -86,7 +114,9 @@ export class ProgressLine {
     this.last = now;
     const width = 24;
     const filled = Math.round(Math.max(0, Math.min(1, fraction)) * width);
-    this.io.err.write(`\r\x1b[2K[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] ${text}`);
+    // Cut to the terminal's width: a wrapped line is not redrawn in place, it scrolls.
+    const line = `[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] ${text}`;
+    this.io.err.write(`\r\x1b[2K${line.slice(0, Math.max(1, (this.io.err.columns || 80) - 1))}`);
   }
 
   done(): void {

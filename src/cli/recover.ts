@@ -2,7 +2,8 @@
  * `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]`,
  * and for a Flink checkpoint `--operator OP --subtask N [--output-state] [--key …] [--allow-path DIR]… [--relocate FROM=TO]…`.
  */
-import { startRecovery } from '../recover.ts';
+import { startRecovery, type StartOptions } from '../recover.ts';
+import type { RecoveryReport } from '../recovery-types.ts';
 import { channelKey } from '../services/channel.ts';
 import { checkCheckpointSource } from '../services/checkpoint/source.ts';
 import { redactLocation } from '../services/checkpoint/redact.ts';
@@ -11,11 +12,10 @@ import { ChannelFileSink } from '../services/outputs/channel-files.ts';
 import { OutputDir } from '../services/outputs/output-dir.ts';
 import { addSuppressed } from '../services/errors.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
-import { mib, printJson, ProgressLine, table, type Io } from './io.ts';
-import { trapSignals } from './signals.ts';
+import { mib, printJson, table, type Io } from './io.ts';
+import { trapSignals, type SignalScope } from './signals.ts';
 import { oneLine, reportError } from './errors.ts';
-import { progressText } from './progress-text.ts';
-import type { RecoveryProgress } from '../services/progress.ts';
+import { RecoverProgress } from './progress-text.ts';
 import {
   recordRows,
   refuseV1ForRescale,
@@ -57,6 +57,11 @@ ${rescaleUsage}${flinkUsage}  --s3-endpoint URL  an S3-compatible store for s3:/
                  standard AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, roles)
   --json         one JSON object on stdout
 
+Progress goes to stderr: on a terminal one bar over the whole recovery (percent, stage bytes,
+rate, elapsed, ETA, channels delivered) fitted to its width; elsewhere, or narrower than 40
+columns, plain lines (one per stage change, at most one every 5 s otherwise); none with --json
+off a terminal.
+
 A remote read survives a flaky network: a reset, a 5xx, a stalled or truncated body is resumed
 with a ranged request from the next unread byte (SPILLWAY_REMOTE_RETRIES in a row, default 6;
 SPILLWAY_REMOTE_STALL_MS, default 30000, also for headers; SPILLWAY_REMOTE_DEADLINE_MS, default
@@ -70,7 +75,57 @@ server that answers encoded bytes or no size) · 128+n after signal n
 (129 HUP, 130 INT, 131 QUIT, 140 USR2, 142 ALRM, 143 TERM: cancelled, cleaned up)
 `;
 
+/** What the command line asks for, checked as far as it can be without touching anything. */
+interface RecoverArgs {
+  checkpoint: string;
+  /** The checkpoint as printed: a URL's query string and credentials redacted. */
+  shown: string;
+  outDir: string;
+  spillRoot: string | undefined;
+  maxSpillFileBytes: number;
+  overwrite: boolean;
+  json: boolean;
+  flink: ReturnType<typeof flinkFromArgs>;
+  rescale: ReturnType<typeof rescaleFromArgs>;
+  remote: ReturnType<typeof remoteOptionsFromEnv>;
+}
+
+/** The output dir with its sinks: channel files, and with `--output-state` subpartition files. */
+interface Outputs {
+  out: OutputDir;
+  sink: ChannelFileSink;
+  outputSink: ChannelFileSink | undefined;
+}
+
 export async function run(argv: string[], io: Io): Promise<number> {
+  const args = parseArgs(argv);
+  if (args === 'help') {
+    io.out.write(usage);
+    return 0;
+  }
+  await refuseBadInput(args);
+  const outputs = await openOutputs(args, io);
+  const signals = trapSignals((line) => io.err.write(line));
+  // A bar on a terminal (with --json too: it erases itself), plain lines on a non-terminal
+  // stderr unless --json asked for machine output only.
+  const progress =
+    io.err.isTTY === true || !args.json ? new RecoverProgress(io, 'recover') : undefined;
+  try {
+    const { report, retries } = await recoverAndPublish(args, outputs, signals, progress);
+    progress?.done();
+    printResult(io, args, outputs, report, retries);
+    // Past the commit point the run is done: a signal that arrived since is not a cancel.
+    return 0;
+  } catch (error) {
+    progress?.done();
+    return reportFailure(io, error, args, signals);
+  } finally {
+    signals.dispose();
+  }
+}
+
+/** The options, parsed and checked (usage errors: exit 2), or `'help'`. */
+function parseArgs(argv: string[]): RecoverArgs | 'help' {
   const { values, positionals } = parse(
     argv,
     {
@@ -85,10 +140,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     },
     1,
   );
-  if (values.help) {
-    io.out.write(usage);
-    return 0;
-  }
+  if (values.help) return 'help';
   const checkpoint = positionals[0];
   if (checkpoint === undefined) throw new UsageError('missing CHECKPOINT');
   const outDir = stringOption(values, 'out');
@@ -97,11 +149,25 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
   const flink = flinkFromArgs(values);
   const rescale = rescaleFromArgs(values, flink !== undefined);
+  return {
+    checkpoint,
+    shown: redactLocation(checkpoint),
+    outDir,
+    spillRoot: stringOption(values, 'spill-root'),
+    maxSpillFileBytes,
+    overwrite: values.overwrite === true,
+    json: values.json === true,
+    flink,
+    rescale,
+    remote: remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint')),
+  };
+}
 
-  const remote = remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint'));
-  const shown = redactLocation(checkpoint);
-  // Bad input is refused before anything is created (exit 2). A Flink checkpoint: its
-  // operator, subtask and every file its handles name are checked here too.
+/**
+ * Bad input is refused before anything is created (exit 2). A Flink checkpoint: its operator,
+ * subtask and every file its handles name are checked here too.
+ */
+async function refuseBadInput({ checkpoint, shown, flink, rescale, remote }: RecoverArgs) {
   if (flink === undefined) {
     await checkCheckpointSource(checkpoint, remote).catch(async (error: unknown) => {
       throw await flinkHint(checkpoint, error, remote);
@@ -110,8 +176,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
   } else {
     await planFlinkRead(checkpoint, flink, { remote, allSubtasks: rescale !== undefined });
   }
-  const out = await OutputDir.open(outDir, {
-    overwrite: values.overwrite === true,
+}
+
+/** Opens `--out` (its private staging dir) and the sinks that write into it. */
+async function openOutputs(args: RecoverArgs, io: Io): Promise<Outputs> {
+  const out = await OutputDir.open(args.outDir, {
+    overwrite: args.overwrite,
     log: (line) => void (process.env.SPILLWAY_DEBUG ? io.err.write(`${line}\n`) : undefined),
     notice: (line) => void io.err.write(`${oneLine(line)}\n`),
   });
@@ -119,136 +189,165 @@ export async function run(argv: string[], io: Io): Promise<number> {
   // A Flink recovery's output side: its own sink (files named by partition and subpartition)
   // in the same staging dir, recovered after the input side through the same lifecycle.
   const outputSink =
-    flink?.outputState === true
+    args.flink?.outputState === true
       ? new ChannelFileSink(
           out.stagingDir,
           {},
           (info) => `partition-${info.gate}-subpartition-${info.channel}`,
         )
       : undefined;
-  const signals = trapSignals((line) => io.err.write(line));
-  const progress = new ProgressLine(io);
-  const start = (target: ChannelFileSink, outputState: boolean) =>
-    startRecovery({
-      checkpoint,
-      spillRoot: stringOption(values, 'spill-root'),
-      channels: (info) => target.consumer(info),
-      signal: signals.signal,
-      // Large buffers for a sink that copies into files: one per 1 MiB instead of per 32 KiB,
-      // 1/32 of the per-buffer work, which was most of recover's cost over dd's on a tmpfs.
-      // Reads stay at 1 MiB: 4 MiB reads raised the peak RSS of 256 MiB entries from 120 to
-      // 165 MiB (over G8's 160 MiB goal) and were no faster here.
-      limits: { maxSpillFileBytes, bufferBytes: MIB },
-      ...(progress.enabled
-        ? {
-            onProgress: (p: RecoveryProgress) => {
-              const { fraction, text } = progressText(p);
-              progress.update(fraction, text, true);
-            },
-            progressIntervalMs: 200,
-          }
-        : {}),
-      ...(rescale !== undefined ? { rescale } : {}),
-      ...(flink !== undefined ? { flink: { ...flink, outputState } } : {}),
-      remote,
-    });
-  let recovery = start(sink, false);
+  return { out, sink, outputSink };
+}
+
+/** The library's options for one recovery into `target` (the input side, or the output side). */
+function recoveryOptions(
+  args: RecoverArgs,
+  target: ChannelFileSink,
+  outputState: boolean,
+  signal: AbortSignal,
+  progress: RecoverProgress | undefined,
+): StartOptions {
+  return {
+    checkpoint: args.checkpoint,
+    spillRoot: args.spillRoot,
+    channels: (info) => target.consumer(info),
+    signal,
+    // Large buffers for a sink that copies into files: one per 1 MiB instead of per 32 KiB,
+    // 1/32 of the per-buffer work, which was most of recover's cost over dd's on a tmpfs.
+    // Reads stay at 1 MiB: 4 MiB reads raised the peak RSS of 256 MiB entries from 120 to
+    // 165 MiB (over G8's 160 MiB goal) and were no faster here.
+    limits: { maxSpillFileBytes: args.maxSpillFileBytes, bufferBytes: MIB },
+    ...(progress !== undefined
+      ? { onProgress: progress.show.bind(progress), progressIntervalMs: 200 }
+      : {}),
+    ...(args.rescale !== undefined ? { rescale: args.rescale } : {}),
+    ...(args.flink !== undefined ? { flink: { ...args.flink, outputState } } : {}),
+    remote: args.remote,
+  };
+}
+
+/**
+ * Recovers the input side (then the output side) into the staging dir and publishes it in one
+ * step; on any failure the sinks and the staging dir are discarded (DIR as it was) and the
+ * first cause is thrown, later ones in its `.suppressed`.
+ */
+async function recoverAndPublish(
+  args: RecoverArgs,
+  { out, sink, outputSink }: Outputs,
+  signals: SignalScope,
+  progress: RecoverProgress | undefined,
+): Promise<{ report: RecoveryReport; retries: number }> {
+  let recovery = startRecovery(recoveryOptions(args, sink, false, signals.signal, progress));
   try {
-    let report;
-    try {
-      report = await recovery.done;
-      await sink.finish();
-      if (outputSink !== undefined) {
-        recovery = start(outputSink, true);
-        const outputReport = await recovery.done;
-        await outputSink.finish();
-        report = sumReports(report, outputReport);
-      }
-      // One step (G10): a signal before its commit point undoes every move and cancels the
-      // run; after it, the run is complete and a late signal changes nothing.
-      await out.publish(
-        [
-          ...sink.channels,
+    let report = await recovery.done;
+    await sink.finish();
+    if (outputSink !== undefined) {
+      progress?.next('output');
+      recovery = startRecovery(recoveryOptions(args, outputSink, true, signals.signal, progress));
+      const outputReport = await recovery.done;
+      await outputSink.finish();
+      report = sumReports(report, outputReport);
+    }
+    // One step (G10): a signal before its commit point undoes every move and cancels the
+    // run; after it, the run is complete and a late signal changes nothing.
+    await out.publish(
+      [
+        ...sink.channels,
+        ...(outputSink?.channels ?? []).map(
+          (c) => `partition-${c.gate}-subpartition-${c.channel}.bin`,
+        ),
+      ],
+      { signal: signals.signal },
+    );
+    return { report, retries: recovery.progress().retries };
+  } catch (error) {
+    await sink.discard().catch((e) => addSuppressed(error as Error, e));
+    await outputSink?.discard().catch((e) => addSuppressed(error as Error, e));
+    await out.discard().catch((e) => addSuppressed(error as Error, e));
+    throw args.flink === undefined ? await flinkHint(args.checkpoint, error, args.remote) : error;
+  }
+}
+
+/** Which of the files DIR held before were replaced by this run, and which it left alone. */
+function sortExisting({ out, sink, outputSink }: Outputs): { replaced: string[]; stale: string[] } {
+  // Sets, not nested scans: at 20,000 replaced files a scan per file took minutes. Only when
+  // DIR held channel files: a set of 262,144 names is ~20 MiB that a fresh DIR never needs.
+  const published = new Set(
+    out.existing.length === 0
+      ? []
+      : [
+          ...sink.channels.map((c) => `${channelKey(c)}.bin`),
           ...(outputSink?.channels ?? []).map(
             (c) => `partition-${c.gate}-subpartition-${c.channel}.bin`,
           ),
         ],
-        { signal: signals.signal },
-      );
-    } catch (error) {
-      await sink.discard().catch((e) => addSuppressed(error as Error, e));
-      await outputSink?.discard().catch((e) => addSuppressed(error as Error, e));
-      await out.discard().catch((e) => addSuppressed(error as Error, e));
-      throw flink === undefined ? await flinkHint(checkpoint, error, remote) : error;
-    }
-    progress.done();
-    // Sets, not nested scans: at 20,000 replaced files a scan per file took minutes. Only when
-    // DIR held channel files: a set of 262,144 names is ~20 MiB that a fresh DIR never needs.
-    const published = new Set(
-      out.existing.length === 0
-        ? []
-        : [
-            ...sink.channels.map((c) => `${channelKey(c)}.bin`),
-            ...(outputSink?.channels ?? []).map(
-              (c) => `partition-${c.gate}-subpartition-${c.channel}.bin`,
-            ),
-          ],
+  );
+  return {
+    replaced: out.existing.filter((name) => published.has(name)),
+    stale: out.existing.filter((name) => !published.has(name)),
+  };
+}
+
+/** The JSON object, or the table on stderr, and a notice of stale files DIR also holds. */
+function printResult(
+  io: Io,
+  args: RecoverArgs,
+  outputs: Outputs,
+  report: RecoveryReport,
+  retries: number,
+): void {
+  const { outDir, shown } = args;
+  const { replaced, stale } = sortExisting(outputs);
+  const result = {
+    checkpoint: shown,
+    out: outDir,
+    channels: report.channels,
+    bytes: report.bytesDelivered,
+    spillFiles: report.spillFiles,
+    spilledBytes: report.spilledBytes,
+    entries: report.entries,
+    replaced: replaced.length,
+    staleFiles: stale,
+    durationMs: report.durationMs,
+    ...(report.records !== undefined ? { records: report.records } : {}),
+    retries,
+  };
+  if (args.json) printJson(io, result);
+  else {
+    io.err.write(
+      `recovered ${shown}\n` +
+        table([
+          ['channels', result.channels],
+          ['bytes', `${result.bytes} (${mib(result.bytes)})`],
+          ['spill files', result.spillFiles],
+          ['spilled', mib(result.spilledBytes)],
+          ...recordRows(report.records),
+          ['time', `${result.durationMs} ms`],
+          ...(result.retries > 0 ? [['retries', result.retries] as [string, number]] : []),
+          ['out', outDir],
+          ...(replaced.length > 0 ? [['replaced', replaced.length] as [string, number]] : []),
+        ]),
     );
-    const replaced = out.existing.filter((name) => published.has(name));
-    const stale = out.existing.filter((name) => !published.has(name));
-    const result = {
-      checkpoint: shown,
-      out: outDir,
-      channels: report.channels,
-      bytes: report.bytesDelivered,
-      spillFiles: report.spillFiles,
-      spilledBytes: report.spilledBytes,
-      entries: report.entries,
-      replaced: replaced.length,
-      staleFiles: stale,
-      durationMs: report.durationMs,
-      ...(report.records !== undefined ? { records: report.records } : {}),
-      retries: recovery.progress().retries,
-    };
-    if (values.json) printJson(io, result);
-    else {
-      io.err.write(
-        `recovered ${shown}\n` +
-          table([
-            ['channels', result.channels],
-            ['bytes', `${result.bytes} (${mib(result.bytes)})`],
-            ['spill files', result.spillFiles],
-            ['spilled', mib(result.spilledBytes)],
-            ...recordRows(report.records),
-            ['time', `${result.durationMs} ms`],
-            ...(result.retries > 0 ? [['retries', result.retries] as [string, number]] : []),
-            ['out', outDir],
-            ...(replaced.length > 0 ? [['replaced', replaced.length] as [string, number]] : []),
-          ]),
-      );
-    }
-    if (stale.length > 0) {
-      // Never deleted (they are not this run's), but never silently mixed in either.
-      io.err.write(
-        `spillway recover: ${outDir} also holds ${stale.length} channel file(s) this checkpoint ` +
-          `does not name, left as they were: ${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', …' : ''}\n`,
-      );
-    }
-    // Past the commit point the run is done: a signal that arrived since is not a cancel.
-    return 0;
-  } catch (error) {
-    progress.done();
-    if (signals.exitCode !== undefined) {
-      // Cancelled by a signal: cleanup is done; its consequences are not news to the user.
-      io.err.write(
-        `spillway recover: cancelled by ${String(signals.signal.reason)}; spill files removed, ${oneLine(outDir)} as it was\n`,
-      );
-      return signals.exitCode;
-    }
-    return reportError(io, error, 'recover', values.json === true);
-  } finally {
-    signals.dispose();
   }
+  if (stale.length > 0) {
+    // Never deleted (they are not this run's), but never silently mixed in either.
+    io.err.write(
+      `spillway recover: ${outDir} also holds ${stale.length} channel file(s) this checkpoint ` +
+        `does not name, left as they were: ${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', …' : ''}\n`,
+    );
+  }
+}
+
+/** The exit code of a failed or cancelled run, and its one line (or `--json` object). */
+function reportFailure(io: Io, error: unknown, args: RecoverArgs, signals: SignalScope): number {
+  if (signals.exitCode !== undefined) {
+    // Cancelled by a signal: cleanup is done; its consequences are not news to the user.
+    io.err.write(
+      `spillway recover: cancelled by ${String(signals.signal.reason)}; spill files removed, ${oneLine(args.outDir)} as it was\n`,
+    );
+    return signals.exitCode;
+  }
+  return reportError(io, error, 'recover', args.json);
 }
 
 /** The input side's report with the output side's counts added (`--output-state`). */

@@ -1,4 +1,5 @@
 /** `spillway sweep [--spill-root DIR] [--dry-run] [--json]` */
+import { join, resolve } from 'node:path';
 import { listSpillRoot, type SpillRootListing } from '../services/spill-root/listing.ts';
 import { resolveSpillRoot } from '../services/spill-root/spill-root.ts';
 import { sweepSpillRoot } from '../services/spill-root/sweep.ts';
@@ -27,8 +28,8 @@ function age(ms: number | undefined): string {
   return `${Math.round(s / 3600)} h`;
 }
 
-function describe(root: string, listing: SpillRootListing): string {
-  const lines = [`spill root ${root}: ${listing.owners.length} owner(s)`];
+function describe(listing: SpillRootListing): string {
+  const lines = [`${listing.dir}: ${listing.owners.length} owner(s)`];
   for (const o of listing.owners) {
     lines.push(
       `  ${o.alive ? 'alive' : 'DEAD '} pid ${o.pid}  age ${age(o.ageMs)}  ` +
@@ -60,16 +61,19 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (values['dry-run'] === true) {
     const listing = await listSpillRoot(root);
     if (values.json) printJson(io, listing);
-    else io.err.write(describe(root, listing));
+    else io.err.write(describe(listing));
     return listing.errors.length > 0 ? 1 : 0;
   }
   const report = await sweepSpillRoot(root, {
     log: values.json ? () => undefined : (line) => io.err.write(`${line}\n`),
   });
-  if (values.json) printJson(io, report);
+  // The dir the sweep works in, named alike by the text and the JSON (and by --dry-run's
+  // listing): Spillway writes only under <root>/spillway.
+  const dir = join(resolve(root), 'spillway');
+  if (values.json) printJson(io, { dir, ...report });
   else {
     io.err.write(
-      `swept ${root}\n` +
+      `swept ${dir}\n` +
         table([
           ['swept', report.swept.length],
           ['kept', report.kept.length],

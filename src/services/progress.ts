@@ -42,6 +42,11 @@ export interface RecoveryProgress {
   readonly bytesDelivered: number;
   /** Channels the checkpoint names, once fetched. */
   readonly channels: number | undefined;
+  /**
+   * Channels whose every byte was delivered, counted as the drain goes; a channel is finished
+   * (`onFinished`, counted in `channelsFinished`) only once the whole drain is done.
+   */
+  readonly channelsDelivered: number;
   readonly channelsFinished: number;
   /** Checkpoints taken during the recovery. */
   readonly checkpoints: number;
@@ -70,6 +75,7 @@ export class ProgressCounters {
   payloadBytes: number | undefined;
   bytesDelivered = 0;
   channels: number | undefined;
+  channelsDelivered = 0;
   channelsFinished = 0;
   checkpoints = 0;
   retries = 0;
@@ -89,6 +95,7 @@ export class ProgressCounters {
       payloadBytes: this.payloadBytes,
       bytesDelivered: this.bytesDelivered,
       channels: this.channels,
+      channelsDelivered: this.channelsDelivered,
       channelsFinished: this.channelsFinished,
       checkpoints: this.checkpoints,
       retries: this.retries,

@@ -149,9 +149,12 @@ describe('the installed package', () => {
     expect(files).toContain('package/dist/inspector/page/index.html');
     expect(files).toContain('package/bin/spillway');
     expect(files).toContain('package/LICENSE');
+    // The inspector's own README, which the README links to (its sources stay out).
+    expect(files).toContain('package/inspector/README.md');
     const forbidden = files.filter(
       (f) =>
-        /^package\/(test|src|bench|inspector|scripts|\.ci)\//.test(f) ||
+        (/^package\/(test|src|bench|inspector|scripts|\.ci)\//.test(f) &&
+          f !== 'package/inspector/README.md') ||
         /\.test\.|tsconfig|vitest\.config|\.prettier/.test(f) ||
         (f.endsWith('.ts') && !f.endsWith('.d.ts')),
     );
@@ -392,6 +395,53 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
     let total = 0;
     for (const f of outputs) total += (await readFile(join(runDir, f))).length;
     expect(total).toBe(4 * 1024 * 1024);
+  });
+
+  it('inspector/README.md ships, and its library example compiles in the strict consumer and runs as written (its server started and closed)', async () => {
+    const installed = join(app, 'node_modules', 'spillway');
+    const text = await readFile(join(installed, 'inspector', 'README.md'), 'utf8');
+    const blocks = [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    expect(blocks).toHaveLength(1);
+    const example = blocks[0]!;
+    // Through the package's names, never a source file of the repository.
+    expect(example).toMatch(/from 'spillway\/inspector'/);
+    expect(example).not.toMatch(/from '\.{0,2}\/|\.ts'/);
+    const dir = join(app, 'inspector-readme');
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(STRICT_TSCONFIG, null, 2));
+    await writeFile(join(dir, 'example.mts'), example);
+    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
+    const compiled = await run(process.execPath, [tsc, '-p', dir]);
+    expect(compiled.stdout + compiled.stderr).toBe('');
+    const runDir = await mkdtemp(join(work, 'inspector-example-'));
+    const made = await run(
+      process.execPath,
+      [
+        join(installed, 'bin', 'spillway'),
+        'checkpoint',
+        'make',
+        '--out',
+        join(runDir, 'job-42.spwc'),
+        '--mb',
+        '1',
+      ],
+      { cwd: runDir },
+    );
+    expect(made.code).toBe(0);
+    // The example closes its server itself: the process must end on its own (the timeout kills
+    // it otherwise, and the test fails).
+    const result = await run(process.execPath, [join(dir, 'out', 'example.mjs')], {
+      cwd: runDir,
+      env: { ...process.env, SPILLWAY_SPILL_ROOT: runDir },
+      timeout: 60_000,
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^inspector: http:\/\/127\.0\.0\.1:\d+\/$/),
+      `${1024 * 1024} bytes recovered, watched live`,
+    ]);
+    expect(await readdir(join(runDir, 'spillway'))).toEqual([]);
   });
 
   it('the installed spillway bin runs without a TypeScript loader', async () => {

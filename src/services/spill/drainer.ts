@@ -47,7 +47,9 @@ export class Drainer {
   private readonly bufferBytes: number;
   private readonly abandonAfterMs: number;
   private readonly progress:
-    Pick<ProgressCounters, 'bytesDelivered' | 'channelsFinished'> | undefined;
+    Pick<ProgressCounters, 'bytesDelivered' | 'channelsDelivered' | 'channelsFinished'> | undefined;
+  /** How many of `state.channelEnds` the drain has passed (channels delivered whole). */
+  private endsPassed = 0;
   private phaseNow: DrainerPhase = 'ready';
   private closing: Promise<void> | undefined;
   private readonly abort = new AbortController();
@@ -72,7 +74,10 @@ export class Drainer {
       readChunkBytes?: number;
       abandonAfterMs?: number;
       /** Bumped per delivery and per finished channel (no event: whoever watches reads it). */
-      progress?: Pick<ProgressCounters, 'bytesDelivered' | 'channelsFinished'>;
+      progress?: Pick<
+        ProgressCounters,
+        'bytesDelivered' | 'channelsDelivered' | 'channelsFinished'
+      >;
     } = {},
   ) {
     this.bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES;
@@ -113,6 +118,7 @@ export class Drainer {
     this.phaseNow = 'draining';
     const report: DrainReport = { bytes: 0, buffers: 0, segments: 0, channels: 0 };
     const signal = this.abort.signal;
+    this.countDelivered(0); // channels without bytes
     for (;;) {
       if (signal.aborted) throw new AbortedError('drain stopped');
       // A header already read costs no promise: at one-byte channels there is one per entry.
@@ -143,7 +149,9 @@ export class Drainer {
         // Await only real backpressure: a sync consumer costs no microtask per buffer.
         if (isPromiseLike(pending)) await this.waitFor(pending, segment, 'onBuffer');
       }
+      this.countDelivered(report.segments);
     }
+    this.countDelivered(Infinity);
     // DRAINED before any channel is finished, so a concurrent snapshot never derives from a
     // reader that is about to be closed (docs/flink.md §5 rule 3).
     this.phaseNow = 'drained';
@@ -162,6 +170,23 @@ export class Drainer {
     }
     this.phaseNow = 'fully-consumed';
     return report;
+  }
+
+  /**
+   * Counts the channels whose last segment is at or before `segments` (the ordinal just
+   * delivered) as delivered: live progress, while `onFinished` waits for the whole drain.
+   */
+  private countDelivered(segments: number): void {
+    if (this.progress === undefined) return;
+    const ends = this.state.channelEnds;
+    if (ends === undefined) {
+      if (segments === Infinity) this.progress.channelsDelivered = this.state.channels.length;
+      return;
+    }
+    while (this.endsPassed < ends.length && ends[this.endsPassed]! <= segments) {
+      this.endsPassed++;
+      this.progress.channelsDelivered++;
+    }
   }
 
   /**

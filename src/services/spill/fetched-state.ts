@@ -41,11 +41,15 @@ export class FetchedChannelState {
    * @param taskDir the task's exclusive directory, or undefined when nothing was spilled
    * @param channels every channel the checkpoint named, in first-seen order, including
    *   channels whose entries were all empty (they still get finished by the drainer)
+   * @param channelEnds per channel, the 1-based ordinal of its last segment (0: none), sorted
+   *   ascending: how the drain counts channels delivered as it goes (progress only); without
+   *   it every channel counts as delivered when the drain has read its last segment
    */
   constructor(
     files: readonly string[],
     readonly taskDir: string | undefined,
     channels: readonly ChannelInfo[],
+    readonly channelEnds?: Uint32Array,
   ) {
     this.files = Object.freeze([...files]);
     // One small frozen object per channel, shared with the writer that noted it (G8: the
