@@ -25,12 +25,13 @@ import {
 } from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
 import { planFlinkRead } from '../services/flink/entry-source.ts';
+import { inspectUsage, withRecoveryInspector, type RecoveryInspector } from './recover-inspect.ts';
 
 const MIB = 1024 * 1024;
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
                         [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--s3-endpoint URL]
-                        [--json]
+                        [--inspect[=PORT]] [--json]
        spillway recover FLINK-CHECKPOINT --operator OP --subtask N --out DIR [--output-state]
                         [--rescale I/P[/M] --key long|int|bytes:K] [--allow-path DIR]...
                         [--relocate FROM=TO]... [other options as above]
@@ -55,7 +56,7 @@ link found in DIR is ever written through.
                  never followed); without it such a DIR is refused
 ${rescaleUsage}${flinkUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style); credentials come from the
                  standard AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, roles)
-  --json         one JSON object on stdout
+${inspectUsage}  --json         one JSON object on stdout
 
 A remote read survives a flaky network: a reset, a 5xx, a stalled or truncated body is resumed
 with a ranged request from the next unread byte (SPILLWAY_REMOTE_RETRIES in a row, default 6;
@@ -70,7 +71,10 @@ server that answers encoded bytes or no size) · 128+n after signal n
 (129 HUP, 130 INT, 131 QUIT, 140 USR2, 142 ALRM, 143 TERM: cancelled, cleaned up)
 `;
 
-export async function run(argv: string[], io: Io): Promise<number> {
+export const run = (argv: string[], io: Io): Promise<number> =>
+  withRecoveryInspector(argv, io, (rest, inspector) => recover(rest, io, inspector));
+
+async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Promise<number> {
   const { values, positionals } = parse(
     argv,
     {
@@ -130,6 +134,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const progress = new ProgressLine(io);
   const start = (target: ChannelFileSink, outputState: boolean) =>
     startRecovery({
+      ...inspector.options,
       checkpoint,
       spillRoot: stringOption(values, 'spill-root'),
       channels: (info) => target.consumer(info),
@@ -152,14 +157,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ...(flink !== undefined ? { flink: { ...flink, outputState } } : {}),
       remote,
     });
-  let recovery = start(sink, false);
+  let recovery = inspector.watch(start(sink, false));
   try {
     let report;
     try {
       report = await recovery.done;
       await sink.finish();
       if (outputSink !== undefined) {
-        recovery = start(outputSink, true);
+        recovery = inspector.watch(start(outputSink, true));
         const outputReport = await recovery.done;
         await outputSink.finish();
         report = sumReports(report, outputReport);
