@@ -16,6 +16,7 @@ import { Feed } from './feed.ts';
 import { MAX_BUFFERED_BYTES, REPLAY_CHUNK_BYTES } from './feed-limits.ts';
 import { InspectorServerError, loadPage } from './page-files.ts';
 import { Recorder, type UnnumberedRecord } from './recorder.ts';
+import { watchOwners, type WatchedRecovery } from './owners.ts';
 import { createStatelyForwarder, statelyBridgeHtml, type StatelyForwarder } from './stately.ts';
 import type { DefRecord, InspectorRecord, MetricsRecord, ServerMessage } from './protocol.ts';
 
@@ -28,6 +29,13 @@ export interface InspectorServer {
   readonly port: number;
   /** Pass as `recoverChannelState({ inspect })`: sanitizes and relays every inspection event. */
   inspect(event: TaskInspectionEvent): void;
+  /**
+   * Shows a recovery's ownership and progress on the page while it runs: per owner its task
+   * dir, files and bytes, and the bytes delivered during the drain (pass the recovery whose
+   * `inspect` is this server's). Stops by itself when the recovery has ended; returns a
+   * function that stops sooner.
+   */
+  watch(recovery: WatchedRecovery & { readonly actor: object }): () => void;
   /** Reports spill usage for the plot (the demo calls it every 100–250 ms). */
   publishMetrics(metrics: { files: number; bytes: number; liveTasks: number; at?: number }): void;
   /** The page sockets now: how many, what is queued for them, and how many were cut off. */
@@ -249,6 +257,7 @@ export async function startInspectorServer(
   };
 
   const recorder = new Recorder(push);
+  const watchers = new Set<() => void>();
   if (stately) {
     forwarder = await createStatelyForwarder(
       (event) => relayStately(JSON.stringify(event)),
@@ -359,6 +368,7 @@ export async function startInspectorServer(
   const close = (): Promise<void> => {
     closing ??= (async () => {
       closed = true;
+      for (const stop of watchers) stop();
       flush();
       forwarder?.stop();
       pages.sendAll(message({ type: 'bye' }));
@@ -395,6 +405,16 @@ export async function startInspectorServer(
         // Inspection must never break the task it watches (an inspect callback that throws
         // would surface inside XState); a record we cannot build is simply not shown.
       }
+    },
+    watch(recovery) {
+      if (closed) return () => undefined;
+      const task = recorder.taskOf(recovery.actor);
+      const stop = watchOwners(recovery, (reading) => {
+        if (!closed) push({ k: 'owners', t: Date.now(), task, ...reading });
+      });
+      watchers.add(stop);
+      void recovery.done.catch(() => undefined).finally(() => watchers.delete(stop));
+      return stop;
     },
     publishMetrics(m) {
       if (closed) return;

@@ -7,7 +7,7 @@
 /**
  * @import {
  *   ActorKind, ErrorSummary, EventRecord, InspectorRecord, MachineDef, MetricsRecord, OwnerId,
- *   ResourceId, SnapshotRecord, TaskContextView
+ *   OwnersRecord, ResourceId, SnapshotRecord, TaskContextView
  * } from '../protocol.ts'
  */
 
@@ -65,6 +65,7 @@ const MAX_LOG = 6000;
  * @property {string} leaf key of the active leaf state
  * @property {number} events
  * @property {number} endedWall `performance.now()` when the live model saw it end, else 0
+ * @property {OwnersRecord} [owners] its latest ownership and progress reading (a watched task)
  */
 
 /**
@@ -237,6 +238,9 @@ function apply(m, r, live) {
       if (r.path === '') applyRoot(m, t, r, live);
       return;
     }
+    case 'owners':
+      getTask(m, r.task, r).owners = r;
+      return;
     case 'event': {
       m.events++;
       const t = getTask(m, r.task, r);

@@ -103,6 +103,8 @@ export async function withRecoveryInspector(
         announced = true;
         io.err.write(`spillway recover: live inspector at ${server.url}\n`);
       }
+      server.watch(recovery);
+      publishSpill(server, recovery);
       return recovery;
     },
   };
@@ -111,4 +113,28 @@ export async function withRecoveryInspector(
   } finally {
     await server.close();
   }
+}
+
+/**
+ * The page's "spill on disk" plot for one recovery: the files and bytes its task dir holds,
+ * every 250 ms until it ends (then nothing). The timer never keeps the process alive.
+ */
+function publishSpill(server: InspectorServer, recovery: StartedRecovery): void {
+  const publish = (live: boolean) => {
+    const owned = recovery.ownership();
+    const held = owned.fetchedState ?? owned.taskDir;
+    server.publishMetrics({
+      files: live ? (held?.files ?? 0) : 0,
+      bytes: live ? (held?.bytes ?? 0) : 0,
+      liveTasks: live ? 1 : 0,
+    });
+  };
+  const timer = setInterval(() => publish(true), 250);
+  timer.unref();
+  publish(true);
+  const ended = () => {
+    clearInterval(timer);
+    publish(false);
+  };
+  recovery.done.then(ended, ended);
 }

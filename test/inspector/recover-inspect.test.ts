@@ -16,7 +16,8 @@ import type { InspectorRecord, ServerMessage } from '../../inspector/protocol.ts
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { makeTempRoot, spawnCli, spillLeftovers, waitFor, type Child } from '../e2e/harness.ts';
 
-const HELD_AFTER = 1024 * 1024;
+/** The store holds a body after this much: enough for the fetch to have spilled some of it. */
+const HELD_AFTER = 3 * 1024 * 1024;
 
 interface HeldStore {
   url: string;
@@ -27,7 +28,7 @@ interface HeldStore {
   stop(): Promise<void>;
 }
 
-/** Serves `file` like an object store, holding every body larger than 1 MiB after 1 MiB. */
+/** Serves `file` like an object store, holding every longer body after HELD_AFTER bytes. */
 async function heldStore(file: string): Promise<HeldStore> {
   const size = (await stat(file)).size;
   let release!: (how: 'intact' | 'garbage') => void;
@@ -168,6 +169,21 @@ describe('spillway recover --inspect', () => {
     expect(child.ended).toBe(false);
     expect(fetching.k === 'snap' && fetching.task).toMatch(/^task-/);
     expect(live.records.some((r) => r.k === 'actor' && r.path === 'fetch')).toBe(true);
+    // And its ownership: the fetch stage owns the task dir it is writing, files and bytes.
+    const owned = await waitFor(
+      'the fetch owning the task dir on the live feed',
+      () =>
+        live.records.find(
+          (r) =>
+            r.k === 'owners' &&
+            r.owners.some(
+              (o) => o.owner === 'fetch' && o.resources.some((x) => x.resource === 'taskDir'),
+            ) &&
+            (r.files ?? []).length > 0,
+        ),
+      { child },
+    );
+    expect(owned.k === 'owners' && owned.dir?.startsWith(spill)).toBe(true);
 
     store.release();
     const { code } = await child.exited;
