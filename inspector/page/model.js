@@ -133,7 +133,12 @@ export const store = {
   t0: null,
   dirty: true,
   newWhilePaused: 0,
+  /** Tasks the live model has seen since the page (re)started: the trim note counts from it. */
+  tasksSeen: 0,
 };
+
+/** How many tasks a model keeps (the oldest ended ones go first): the trim note names it. */
+export const TASKS_KEPT = MAX_TASKS;
 
 /** The model the panels draw: live, or the one at the cursor. */
 export const view = () => (store.cursor === null || store.view === null ? store.live : store.view);
@@ -146,10 +151,12 @@ export const relTime = (/** @type {number} */ t) =>
  * @param {Model} m
  * @param {string} key
  * @param {{ i: number; t: number }} r
+ * @param {boolean} [live] the model that follows the stream: a new task counts as seen
  */
-function getTask(m, key, r) {
+function getTask(m, key, r, live = false) {
   let t = m.tasks.get(key);
   if (t === undefined) {
+    if (live) store.tasksSeen++;
     t = {
       key,
       label: key.replace(/^task-/, ''),
@@ -199,7 +206,7 @@ function apply(m, r, live) {
       m.metrics.push(r);
       return;
     case 'actor': {
-      const t = getTask(m, r.task, r);
+      const t = getTask(m, r.task, r, live);
       const prev = t.actors.get(r.path);
       t.actors.set(r.path, {
         path: r.path,
@@ -215,7 +222,7 @@ function apply(m, r, live) {
       return;
     }
     case 'snap': {
-      const t = getTask(m, r.task, r);
+      const t = getTask(m, r.task, r, live);
       let a = t.actors.get(r.path);
       if (a === undefined) {
         // Its actor record was trimmed from the history: rebuild what the path says.
@@ -239,11 +246,11 @@ function apply(m, r, live) {
       return;
     }
     case 'owners':
-      getTask(m, r.task, r).owners = r;
+      getTask(m, r.task, r, live).owners = r;
       return;
     case 'event': {
       m.events++;
-      const t = getTask(m, r.task, r);
+      const t = getTask(m, r.task, r, live);
       t.events++;
       pushLog(m, r);
       return;
@@ -322,6 +329,7 @@ export function reset() {
   store.t0 = null;
   store.focus = '';
   store.newWhilePaused = 0;
+  store.tasksSeen = 0;
   store.dirty = true;
 }
 
