@@ -29,8 +29,10 @@ export function renderPlot(m) {
   const shown = pts.filter((p) => p.t >= t0);
   const maxB = niceBytes(Math.max(1, ...shown.map((p) => p.bytes)));
   const maxF = niceCount(Math.max(1, ...shown.map((p) => Math.max(p.files, p.liveTasks))));
-  // Room for the widest axis label (~6.2 px a character at 10 px), so none is cut off.
-  const L = 12 + Math.ceil(axisBytes(maxB).length * 6.2);
+  // Room for the widest axis label (~6.2 px a character at 10 px), so none is cut off: the
+  // quarters may be wider than the top (`1.50 GiB` under `2 GiB`).
+  const widest = Math.max(...[0, 1, 2, 3, 4].map((g) => axisBytes((maxB * g) / 4).length));
+  const L = 12 + Math.ceil(widest * 6.2);
   const R = 12 + Math.ceil(String(maxF).length * 6.2);
   const T = 62;
   const B = 20;

@@ -58,12 +58,13 @@ beforeAll(async () => {
     }),
   });
   server.watch(recovery);
-  // The plot's samples, as `recover --inspect` publishes them: a few hundred MiB on disk.
+  // The plot's samples, as `recover --inspect` publishes them: up to ~1.5 GiB on disk, so the
+  // axis has labels of different widths (`2 GiB`, `1.50 GiB`, `512 MiB`).
   const t = Date.now();
   for (let k = 0; k <= 8; k++) {
     server.publishMetrics({
       files: k,
-      bytes: k * 40 * 1024 * 1024,
+      bytes: k * 190 * 1024 * 1024,
       liveTasks: 1,
       at: t - 8000 + k * 1000,
     });
@@ -96,7 +97,7 @@ interface Box {
 async function measure(page: Page) {
   return page.evaluate(() => {
     const describe = (el: Element) =>
-      `${el.className || el.tagName} "${(el.textContent ?? '').trim().slice(0, 40)}"`;
+      `${el.getAttribute('class') || el.tagName} "${(el.textContent ?? '').trim().slice(0, 40)}"`;
     const chart = document.getElementById('task-chart')!;
     const labels = [
       ...Array.from(
