@@ -4,33 +4,19 @@
  * to the page sockets in batches — at most every 50 ms, earlier when a burst fills a batch. A
  * page that connects later is replayed the history first (see {@link Feed}).
  */
-import { MAX_BUFFERED_BYTES, REPLAY_CHUNK_BYTES } from './feed-limits.ts';
+import { REPLAY_CHUNK_BYTES } from './feed-limits.ts';
 import { Feed } from './feed.ts';
 import type { UnnumberedRecord } from './recorder.ts';
 import type { DefRecord, InspectorRecord, MetricsRecord } from './protocol.ts';
+import { HISTORY_LIMIT, type PageStats } from './server-types.ts';
 
-/** Bounds: the history the page can replay, and the metrics samples. */
-export const HISTORY_LIMIT = 20_000;
+/** Bound on the metrics samples kept. */
 const METRICS_LIMIT = 20_000;
 /** Records reach the page in batches, so a busy demo cannot flood it. */
 const BATCH_MS = 50;
 /** A burst flushes early: no batch holds more records or bytes than this. */
 const MAX_BATCH = 2_000;
 const MAX_BATCH_BYTES = 256 * 1024;
-
-/** What {@link PageRelay.stats} (the server's `pages()`) reports. */
-export interface PageStats {
-  /** Page sockets open now. */
-  open: number;
-  /** Of those, still being sent the history (live batches wait until they have caught up). */
-  catchingUp: number;
-  /** Bytes queued for them in this process, plus live bytes those catching up are behind. */
-  bufferedBytes: number;
-  /** The most `bufferedBytes` has been, measured whenever records were sent. */
-  peakBufferedBytes: number;
-  /** Pages terminated for falling more than {@link MAX_BUFFERED_BYTES} behind. */
-  dropped: number;
-}
 
 /** Index of the first record in `list` (sorted by `i`) with `i > seq`. */
 function firstAfter(list: readonly { i: number }[], seq: number): number {

@@ -21,20 +21,22 @@ import { MAX_BUFFERED_BYTES } from './feed-limits.ts';
 import { hostAllowed, originAllowed, routes } from './http-routes.ts';
 import { watchOwners, type WatchedRecovery } from './owners.ts';
 import { InspectorServerError, loadPage } from './page-files.ts';
-import { PageRelay, type PageStats } from './page-relay.ts';
+import { PageRelay } from './page-relay.ts';
 import { Recorder } from './recorder.ts';
 import { createStatelyForwarder, type StatelyForwarder } from './stately.ts';
-import { StatelyRelay, type StatelyStats } from './stately-relay.ts';
+import { StatelyRelay } from './stately-relay.ts';
+import type { PageStats, StatelyStats } from './server-types.ts';
 import type { ServerMessage } from './protocol.ts';
 
 export type { InspectorRecord, ServerMessage } from './protocol.ts';
-export { HISTORY_LIMIT, type PageStats } from './page-relay.ts';
 export {
+  HISTORY_LIMIT,
   STATELY_BUFFER_BYTES,
   STATELY_BUFFER_LIMIT,
+  type PageStats,
   type StatelyStats,
   type StatelyTrimmedMessage,
-} from './stately-relay.ts';
+} from './server-types.ts';
 export { InspectorServerError, MAX_BUFFERED_BYTES };
 
 export interface InspectorServer {

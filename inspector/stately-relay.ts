@@ -5,34 +5,12 @@
  */
 import type { WebSocket } from 'ws';
 import { Feed } from './feed.ts';
-
-/**
- * Stately's replay buffer keeps the newest messages, at most this many and at most
- * {@link STATELY_BUFFER_BYTES} bytes: a client may relay messages of up to 1 MiB each, and
- * 2,000 of those would hold ~2 GiB (300 of them grew the relay by 318 MiB before).
- */
-export const STATELY_BUFFER_LIMIT = 2_000;
-export const STATELY_BUFFER_BYTES = 8 * 1024 * 1024;
-
-/** What the server's `stately()` reports. */
-export interface StatelyStats {
-  /** Messages relayed since the start. */
-  relayed: number;
-  /** Of those, kept for a socket that comes later (the newest). */
-  buffered: number;
-  /** Their bytes: at most {@link STATELY_BUFFER_BYTES}. */
-  bufferedBytes: number;
-}
-
-/**
- * What a Stately socket is sent first when the relay's buffer no longer holds the start of the
- * stream: how many messages it missed, and what the buffer keeps.
- */
-export interface StatelyTrimmedMessage {
-  type: '@spillway.trimmed';
-  missed: number;
-  keeps: { messages: number; bytes: number };
-}
+import {
+  STATELY_BUFFER_BYTES,
+  STATELY_BUFFER_LIMIT,
+  type StatelyStats,
+  type StatelyTrimmedMessage,
+} from './server-types.ts';
 
 /**
  * The Stately relay's buffer and sockets.
