@@ -19,7 +19,9 @@ export const DEMO_SCENARIOS = ['checkpoint', 'cancel-drain', 'gap-error', 'clean
 export type DemoScenario = (typeof DEMO_SCENARIOS)[number];
 
 export interface DemoLoopOptions {
-  inspector: Pick<InspectorServer, 'inspect' | 'publishMetrics'>;
+  /** With `watch`, the page also shows each task's owners, files and bytes delivered live. */
+  inspector: Pick<InspectorServer, 'inspect' | 'publishMetrics'> &
+    Partial<Pick<InspectorServer, 'watch'>>;
   /** Stops the loop: running tasks are cancelled and cleaned up. */
   signal: AbortSignal;
   /** Tasks running at once (default 2). */
@@ -120,6 +122,7 @@ export async function runDemoLoop(options: DemoLoopOptions): Promise<DemoLoopRes
           },
         },
       });
+      options.inspector.watch?.(recovery);
       const draining = new Promise<void>((resolve) => {
         const sub = recovery.actor.subscribe((s) => {
           if (s.matches({ alive: { restoring: 'draining' } })) {

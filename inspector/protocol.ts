@@ -11,6 +11,7 @@ import type { OwnerId, RegistryEvent, ResourceId, TaskEvent } from '../src/machi
 import type { TaskView } from '../src/recovery-types.ts';
 import type { FetchReport } from '../src/services/spill/fetch-stage.ts';
 import type { DrainReport } from '../src/services/spill/drainer.ts';
+import type { ProgressStage } from '../src/services/progress.ts';
 
 export type { OwnerId, ResourceId };
 
@@ -58,7 +59,7 @@ export interface MachineDef {
 
 /** The page shows these: `k` tells which. `i` is a global sequence number, `t` ms since epoch. */
 export type InspectorRecord =
-  DefRecord | ActorRecord | SnapshotRecord | EventRecord | MetricsRecord;
+  DefRecord | ActorRecord | SnapshotRecord | EventRecord | MetricsRecord | OwnersRecord;
 
 export interface DefRecord {
   k: 'def';
@@ -126,6 +127,47 @@ export interface MetricsRecord {
   files: number;
   bytes: number;
   liveTasks: number;
+}
+
+/**
+ * A watched recovery's ownership and progress now (`InspectorServer.watch`): per owner the
+ * resources it holds with their task dir, files and bytes, the task dir's spill files one by
+ * one, and the counters the task's context has only at a stage's end (bytes delivered while
+ * the drain runs). Sent when it changed, a few times a second, and once after the ending.
+ */
+export interface OwnersRecord {
+  k: 'owners';
+  i: number;
+  t: number;
+  task: string;
+  stage: ProgressStage;
+  /** Who owns what, in the order `recovery.ownership()` lists it; empty once the task ended. */
+  owners: {
+    owner: OwnerId;
+    resources: {
+      resource: ResourceId;
+      /** The task dir it lives in. */
+      path?: string;
+      files?: number;
+      /** On disk (task dir, fetched state), or still to deliver (the drainer). */
+      bytes?: number;
+    }[];
+  }[];
+  /** The task dir, while one is owned. */
+  dir?: string;
+  /** Its files now, by name (at most 64), and what is beyond those. */
+  files?: { name: string; bytes: number }[];
+  moreFiles?: { files: number; bytes: number };
+  checkpointBytes?: number;
+  /** Checkpoint payload bytes read. */
+  read: number;
+  spilled: number;
+  spillFiles: number;
+  /** The payload to deliver, once fetched. */
+  payload?: number;
+  delivered: number;
+  channels?: number;
+  channelsFinished: number;
 }
 
 /** Server → page messages over the `/ws` socket. */

@@ -104,6 +104,11 @@ export class Recorder {
     return this.configs.get(defKey);
   }
 
+  /** The task key of a root actor (its records' `task`), announcing it if it is new. */
+  taskOf(root: object): string {
+    return this.info(root as Ref).task;
+  }
+
   /** Handles one inspection event; cheap for the kinds the page does not show. */
   handle(event: InspectionEvent): void {
     switch (event.type) {

@@ -3,6 +3,7 @@
 // (what it owns, what the registry closed, spilled and delivered bytes, checkpoints, cause).
 
 /** @import { ActorView, TaskView } from './model.js' */
+/** @import { OwnersRecord } from '../protocol.ts' */
 
 import { $, esc, setHTML } from './dom.js';
 import { bytes, errText, leafOf, leafPath } from './format.js';
@@ -59,6 +60,7 @@ function actorTree(task) {
 /** @param {TaskView} task */
 function contextHtml(task) {
   const ctx = task.ctx;
+  const live = task.owners;
   const own = Object.entries(ctx.ownership || {});
   const ownHtml = own.length
     ? own
@@ -78,16 +80,81 @@ function contextHtml(task) {
     ],
     [
       'spilled',
-      fetch ? `${esc(fetch.spillFiles)} files · ${esc(bytes(fetch.spilledBytes))}` : none,
+      fetch
+        ? `${esc(fetch.spillFiles)} files · ${esc(bytes(fetch.spilledBytes))}`
+        : live && live.spillFiles > 0
+          ? `${esc(live.spillFiles)} files · ${esc(bytes(live.spilled))}`
+          : none,
     ],
-    ['delivered', drain ? `${esc(bytes(drain.bytes))} · ${esc(drain.buffers)} buffers` : none],
+    ['delivered', deliveredHtml(task) || none],
     ['checkpoints', `${esc(ctx.checkpoints ?? 0)} · trigger ${esc(ctx.trigger ?? '—')}`],
   ];
   if (ctx.cause) items.push(['cause', `<span class="bad">${esc(errText(ctx.cause))}</span>`]);
-  return items
-    .map(
-      ([k, v]) =>
-        `<span class="k">${esc(k)}</span><span class="v${k === 'cause' ? ' bad' : ''}">${v}</span>`,
+  const rows = items.map(
+    ([k, v]) =>
+      `<span class="k">${esc(k)}</span><span class="v${k === 'cause' ? ' bad' : ''}">${v}</span>`,
+  );
+  return rows.join('') + (live ? ownersHtml(live) : '');
+}
+
+/**
+ * Bytes delivered: live from a watched task's readings while the drain runs (the context has
+ * the drain's report only at its end), with the share of the payload.
+ *
+ * @param {TaskView} task
+ */
+function deliveredHtml(task) {
+  const live = task.owners;
+  const drain = task.ctx.drain;
+  if (live && (live.delivered > 0 || !drain)) {
+    if (live.delivered === 0 && live.payload === undefined) return '';
+    const of =
+      live.payload !== undefined && live.payload > 0
+        ? ` of ${esc(bytes(live.payload))} · ${((live.delivered / live.payload) * 100).toFixed(0)} %`
+        : '';
+    const channels =
+      live.channels !== undefined
+        ? ` · ${esc(live.channelsFinished)}/${esc(live.channels)} ch`
+        : '';
+    return `<span data-delivered="${esc(live.delivered)}">${esc(bytes(live.delivered))}${of}${channels}</span>`;
+  }
+  return drain ? `${esc(bytes(drain.bytes))} · ${esc(drain.buffers)} buffers` : '';
+}
+
+/**
+ * Per owner what it holds — each resource with its files and bytes — the task dir, and its
+ * spill files one by one.
+ *
+ * @param {OwnersRecord} live
+ */
+function ownersHtml(live) {
+  const owners = live.owners
+    .map((o) =>
+      o.resources
+        .map((r, k) => {
+          const parts = [`<b>${esc(r.resource)}</b>`];
+          if (r.files !== undefined) parts.push(`${esc(r.files)} files`);
+          if (r.bytes !== undefined)
+            parts.push(`${esc(bytes(r.bytes))}${r.resource === 'drainer' ? ' to deliver' : ''}`);
+          const name = k === 0 ? esc(o.owner) : '';
+          return `<div class="owner" data-owner="${esc(o.owner)}" data-resource="${esc(r.resource)}"><span class="oname" style="color:${ownerColor(o.owner)}">${name}</span><span class="ores">${parts.join(' · ')}</span></div>`;
+        })
+        .join(''),
     )
     .join('');
+  const files = (live.files || [])
+    .map(
+      (f) =>
+        `<span class="file" data-bytes="${esc(f.bytes)}"><span class="fname">${esc(f.name)}</span><span class="fbytes">${esc(bytes(f.bytes))}</span></span>`,
+    )
+    .join('');
+  const more = live.moreFiles
+    ? `<span class="file muted">… ${esc(live.moreFiles.files)} more · ${esc(bytes(live.moreFiles.bytes))}</span>`
+    : '';
+  return `<div id="owners">
+    <div class="ohead">per owner${live.owners.length ? '' : ' <span class="muted">· nothing owned</span>'}</div>
+    ${owners}
+    ${live.dir ? `<div class="odir" title="${esc(live.dir)}"><span class="k">task dir</span><span class="path"><bdi>${esc(live.dir)}</bdi></span></div>` : ''}
+    ${files || more ? `<div class="files">${files}${more}</div>` : ''}
+  </div>`;
 }

@@ -7,7 +7,7 @@
 import { renderActors } from './actors.js';
 import { connect } from './connection.js';
 import { installControls } from './controls.js';
-import { focusTask } from './focus.js';
+import { focusTask, renderFollow } from './focus.js';
 import { renderHeader } from './header.js';
 import { renderLane, renderLegend } from './lane.js';
 import { renderLog } from './log.js';
@@ -23,6 +23,7 @@ function draw() {
   renderHeader(m);
   renderTasks(m, focus);
   renderChart(focus);
+  renderFollow(focus);
   renderActors(focus);
   renderLane(focus);
   renderPlot(m);

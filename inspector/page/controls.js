@@ -86,6 +86,11 @@ export function installControls() {
     store.filter = filter.value;
     store.dirty = true;
   });
+  // Pins the task on screen (the filter); pressed again, follow mode goes on.
+  $('pin').addEventListener('click', () => {
+    store.filter = store.filter ? '' : store.focus;
+    store.dirty = true;
+  });
   const internal = byId('show-internal', HTMLInputElement);
   internal.addEventListener('change', () => {
     store.showInternal = internal.checked;
@@ -115,8 +120,8 @@ export function installControls() {
     else if (e.key === 'ArrowRight') step(1);
   });
   window.addEventListener('resize', () => (store.dirty = true));
-  // Releases the hold on an ended task in follow mode.
+  // Counts down and then releases the hold on an ended task in follow mode.
   setInterval(() => {
     if (store.cursor === null && !store.filter) store.dirty = true;
-  }, 500);
+  }, 250);
 }

@@ -7,7 +7,7 @@
 /**
  * @import {
  *   ActorKind, ErrorSummary, EventRecord, InspectorRecord, MachineDef, MetricsRecord, OwnerId,
- *   ResourceId, SnapshotRecord, TaskContextView
+ *   OwnersRecord, ResourceId, SnapshotRecord, TaskContextView
  * } from '../protocol.ts'
  */
 
@@ -65,6 +65,7 @@ const MAX_LOG = 6000;
  * @property {string} leaf key of the active leaf state
  * @property {number} events
  * @property {number} endedWall `performance.now()` when the live model saw it end, else 0
+ * @property {OwnersRecord} [owners] its latest ownership and progress reading (a watched task)
  */
 
 /**
@@ -132,7 +133,12 @@ export const store = {
   t0: null,
   dirty: true,
   newWhilePaused: 0,
+  /** Tasks the live model has seen since the page (re)started: the trim note counts from it. */
+  tasksSeen: 0,
 };
+
+/** How many tasks a model keeps (the oldest ended ones go first): the trim note names it. */
+export const TASKS_KEPT = MAX_TASKS;
 
 /** The model the panels draw: live, or the one at the cursor. */
 export const view = () => (store.cursor === null || store.view === null ? store.live : store.view);
@@ -145,10 +151,12 @@ export const relTime = (/** @type {number} */ t) =>
  * @param {Model} m
  * @param {string} key
  * @param {{ i: number; t: number }} r
+ * @param {boolean} [live] the model that follows the stream: a new task counts as seen
  */
-function getTask(m, key, r) {
+function getTask(m, key, r, live = false) {
   let t = m.tasks.get(key);
   if (t === undefined) {
+    if (live) store.tasksSeen++;
     t = {
       key,
       label: key.replace(/^task-/, ''),
@@ -198,7 +206,7 @@ function apply(m, r, live) {
       m.metrics.push(r);
       return;
     case 'actor': {
-      const t = getTask(m, r.task, r);
+      const t = getTask(m, r.task, r, live);
       const prev = t.actors.get(r.path);
       t.actors.set(r.path, {
         path: r.path,
@@ -214,7 +222,7 @@ function apply(m, r, live) {
       return;
     }
     case 'snap': {
-      const t = getTask(m, r.task, r);
+      const t = getTask(m, r.task, r, live);
       let a = t.actors.get(r.path);
       if (a === undefined) {
         // Its actor record was trimmed from the history: rebuild what the path says.
@@ -237,9 +245,12 @@ function apply(m, r, live) {
       if (r.path === '') applyRoot(m, t, r, live);
       return;
     }
+    case 'owners':
+      getTask(m, r.task, r, live).owners = r;
+      return;
     case 'event': {
       m.events++;
-      const t = getTask(m, r.task, r);
+      const t = getTask(m, r.task, r, live);
       t.events++;
       pushLog(m, r);
       return;
@@ -318,6 +329,7 @@ export function reset() {
   store.t0 = null;
   store.focus = '';
   store.newWhilePaused = 0;
+  store.tasksSeen = 0;
   store.dirty = true;
 }
 

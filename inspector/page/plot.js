@@ -27,26 +27,39 @@ export function renderPlot(m) {
   const t1 = last.t;
   const t0 = Math.max(pts[0].t, t1 - WINDOW_MS);
   const shown = pts.filter((p) => p.t >= t0);
-  const L = 54;
-  const R = 26;
+  const maxB = niceBytes(Math.max(1, ...shown.map((p) => p.bytes)));
+  const maxF = niceCount(Math.max(1, ...shown.map((p) => Math.max(p.files, p.liveTasks))));
+  // Room for the widest axis label (~6.2 px a character at 10 px), so none is cut off: the
+  // quarters may be wider than the top (`1.50 GiB` under `2 GiB`).
+  const widest = Math.max(...[0, 1, 2, 3, 4].map((g) => axisBytes((maxB * g) / 4).length));
+  const L = 12 + Math.ceil(widest * 6.2);
+  const R = 12 + Math.ceil(String(maxF).length * 6.2);
   const T = 62;
   const B = 20;
   const span = Math.max(1000, t1 - t0);
   const x = (/** @type {number} */ t) => L + ((t - t0) / span) * (W - L - R);
-  const maxB = niceBytes(Math.max(1, ...shown.map((p) => p.bytes)));
-  const maxF = niceCount(Math.max(1, ...shown.map((p) => Math.max(p.files, p.liveTasks))));
   const yB = (/** @type {number} */ v) => T + (1 - v / maxB) * (H - T - B);
   const yF = (/** @type {number} */ v) => T + (1 - v / maxF) * (H - T - B);
   const out = [];
-  for (let g = 0; g <= 4; g++) {
-    const y = T + (g / 4) * (H - T - B);
+  // A short panel (a 720 px screen) has room for the legend's values only: they are what is
+  // on disk now; a chart squeezed into a few pixels would draw its labels over each other.
+  const room = H - T - B;
+  const grid = room >= 80 ? 4 : room >= 36 ? 2 : 0;
+  for (let g = 0; g <= grid && grid > 0; g++) {
+    const y = T + (g / grid) * room;
     out.push(`<line class="grid" x1="${L}" x2="${W - R}" y1="${y}" y2="${y}"/>`);
     out.push(
-      `<text class="axis" x="${L - 6}" y="${y + 4}" text-anchor="end">${esc(bytes(maxB * (1 - g / 4)))}</text>`,
+      `<text class="axis" x="${L - 6}" y="${y + 4}" text-anchor="end">${esc(axisBytes(maxB * (1 - g / grid)))}</text>`,
     );
     out.push(
-      `<text class="axis" x="${W - R + 6}" y="${y + 4}">${esc(Math.round(maxF * (1 - g / 4)))}</text>`,
+      `<text class="axis" x="${W - R + 6}" y="${y + 4}">${esc(Math.round(maxF * (1 - g / grid)))}</text>`,
     );
+  }
+  if (grid === 0) {
+    legendOf(out, last);
+    svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    setHTML(svg, out.join(''));
+    return;
   }
   const secs = Math.round(span / 1000);
   out.push(`<text class="axis" x="${L}" y="${H - 5}">−${secs}s</text>`);
@@ -72,7 +85,18 @@ export function renderPlot(m) {
   out.push(
     `<path d="${stepPath((p) => yF(p.liveTasks))}" fill="none" stroke="${C.drain}" stroke-width="1.2" stroke-dasharray="4 3" data-series="live"/>`,
   );
-  // Legend with the latest values: what is on disk right now.
+  legendOf(out, last);
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  setHTML(svg, out.join(''));
+}
+
+/**
+ * The legend with the latest values: what is on disk right now.
+ *
+ * @param {string[]} out
+ * @param {MetricsRecord} last
+ */
+function legendOf(out, last) {
   const legend = [
     [bytes(last.bytes), 'spilled bytes', C.fetch],
     [String(last.files), 'spill files', C.gap],
@@ -85,9 +109,14 @@ export function renderPlot(m) {
       `<text x="20" y="${y + 12}"><tspan style="fill:${C.text};font-weight:600" data-metric="${esc(name)}">${esc(value)}</tspan>  ${esc(name)}</text>`,
     );
   });
-  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
-  setHTML(svg, out.join(''));
 }
+
+/**
+ * An axis label: the size without a `.0` (`400 MiB`, `1.5 GiB`).
+ *
+ * @param {number} v
+ */
+const axisBytes = (v) => bytes(v).replace(/\.0+ /, ' ');
 
 /**
  * An axis top in whole units of the largest fitting binary unit: 4 MiB, 10 MiB, 200 KiB.

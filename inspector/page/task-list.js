@@ -5,6 +5,7 @@
 /** @import { Model, TaskView } from './model.js' */
 
 import { $, esc, setHTML } from './dom.js';
+import { store, TASKS_KEPT } from './model.js';
 import { C, namedColor, outcomeColor, stateColor } from './palette.js';
 
 /** How many tasks the list shows, newest first. */
@@ -31,6 +32,7 @@ export function renderTasks(m, focus) {
       )
       .join(''),
   );
+  renderTrim(m);
   const items = [...m.tasks.values()].reverse().slice(0, LIST_TASKS);
   if (items.length === 0) {
     setHTML($('task-list'), `<li class="empty">waiting for tasks…</li>`);
@@ -63,4 +65,31 @@ function taskItem(t, focus) {
   return `<li data-task="${esc(t.key)}" data-status="${esc(t.status)}" data-leaf="${esc(t.leaf)}" class="${focus && focus.key === t.key ? 'selected' : ''}">
           <div class="row"><span class="dot ${esc(t.status)}" style="background:${color}"></span><span class="label" title="${esc(t.key)}">${esc(t.label)}</span><span class="chip" style="color:${color}">${esc(label)}</span></div>
           <div class="phasebar">${bar}</div></li>`;
+}
+
+/**
+ * What the page no longer holds, said on the page (not in a tooltip): the tasks it dropped to
+ * stay bounded, the ones the list leaves out, and the records the server's history trimmed.
+ *
+ * @param {Model} m
+ */
+function renderTrim(m) {
+  /** @type {string[]} */
+  const lines = [];
+  const kept = m.tasks.size;
+  const seen = Math.max(store.tasksSeen, kept);
+  if (seen > kept) {
+    lines.push(
+      `<b>${kept.toLocaleString('en-US')}</b> of <b>${seen.toLocaleString('en-US')}</b> tasks kept: the page keeps the newest ${TASKS_KEPT}`,
+    );
+  }
+  if (kept > LIST_TASKS) lines.push(`the list shows the newest ${LIST_TASKS}`);
+  if (store.dropped > 0) {
+    lines.push(
+      `the server's history dropped its first <b>${store.dropped.toLocaleString('en-US')}</b> records`,
+    );
+  }
+  const el = $('trim');
+  el.hidden = lines.length === 0;
+  setHTML(el, lines.map((l) => `<div>${l}</div>`).join(''));
 }

@@ -25,12 +25,13 @@ import {
 } from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
 import { planFlinkRead } from '../services/flink/entry-source.ts';
+import { inspectUsage, withRecoveryInspector, type RecoveryInspector } from './recover-inspect.ts';
 
 const MIB = 1024 * 1024;
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
                         [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--s3-endpoint URL]
-                        [--json]
+                        [--inspect[=PORT]] [--json]
        spillway recover FLINK-CHECKPOINT --operator OP --subtask N --out DIR [--output-state]
                         [--rescale I/P[/M] --key long|int|bytes:K] [--allow-path DIR]...
                         [--relocate FROM=TO]... [other options as above]
@@ -55,7 +56,7 @@ link found in DIR is ever written through.
                  never followed); without it such a DIR is refused
 ${rescaleUsage}${flinkUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style); credentials come from the
                  standard AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles, roles)
-  --json         one JSON object on stdout
+${inspectUsage}  --json         one JSON object on stdout
 
 Progress goes to stderr: on a terminal one bar over the whole recovery (percent, stage bytes,
 rate, elapsed, ETA, channels delivered) fitted to its width; elsewhere, or narrower than 40
@@ -97,7 +98,10 @@ interface Outputs {
   outputSink: ChannelFileSink | undefined;
 }
 
-export async function run(argv: string[], io: Io): Promise<number> {
+export const run = (argv: string[], io: Io): Promise<number> =>
+  withRecoveryInspector(argv, io, (rest, inspector) => recover(rest, io, inspector));
+
+async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Promise<number> {
   const args = parseArgs(argv);
   if (args === 'help') {
     io.out.write(usage);
@@ -111,7 +115,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const progress =
     io.err.isTTY === true || !args.json ? new RecoverProgress(io, 'recover') : undefined;
   try {
-    const { report, retries } = await recoverAndPublish(args, outputs, signals, progress);
+    const { report, retries } = await recoverAndPublish(
+      args,
+      outputs,
+      signals,
+      progress,
+      inspector,
+    );
     progress?.done();
     printResult(io, args, outputs, report, retries);
     // Past the commit point the run is done: a signal that arrived since is not a cancel.
@@ -236,14 +246,23 @@ async function recoverAndPublish(
   { out, sink, outputSink }: Outputs,
   signals: SignalScope,
   progress: RecoverProgress | undefined,
+  inspector: RecoveryInspector,
 ): Promise<{ report: RecoveryReport; retries: number }> {
-  let recovery = startRecovery(recoveryOptions(args, sink, false, signals.signal, progress));
+  // With --inspect each recovery is watched live (its inspection events and its owners).
+  const start = (target: ChannelFileSink, outputState: boolean) =>
+    inspector.watch(
+      startRecovery({
+        ...inspector.options,
+        ...recoveryOptions(args, target, outputState, signals.signal, progress),
+      }),
+    );
+  let recovery = start(sink, false);
   try {
     let report = await recovery.done;
     await sink.finish();
     if (outputSink !== undefined) {
       progress?.next('output');
-      recovery = startRecovery(recoveryOptions(args, outputSink, true, signals.signal, progress));
+      recovery = start(outputSink, true);
       const outputReport = await recovery.done;
       await outputSink.finish();
       report = sumReports(report, outputReport);

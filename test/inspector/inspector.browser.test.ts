@@ -140,7 +140,9 @@ describe.skipIf(!hasChromium)('the live inspector in Chromium', () => {
       () => /http:\/\/127\.0\.0\.1:\d+\//.exec(driver.stdout + driver.stderr)?.[0],
       { child: driver },
     );
-    await page.goto(url);
+    // hold=0: follow mode moves on as soon as its task ended, so the page lights as many states
+    // of this short run as it can (the hold itself: follow.browser.test.ts).
+    await page.goto(`${url}?hold=0`);
     await page.waitForSelector('#conn[data-conn="live"]');
 
     // The run has ended when the driver says so; the page is up to date once it counts every
@@ -314,7 +316,8 @@ describe.skipIf(!hasChromium)('the live inspector in Chromium', () => {
         () => /http:\/\/127\.0\.0\.1:\d+\//.exec(driver.stdout)?.[0],
         { child: driver },
       );
-      await page.goto(url);
+      // hold=0: the next task is followed from its first state (see the test above).
+      await page.goto(`${url}?hold=0`);
       await waitFor(
         'the demo to end',
         () => (/demo: 2 tasks/.test(driver.stderr) ? true : undefined),
