@@ -8,6 +8,7 @@ import { intOption, numberOption, parse, stringOption, UsageError } from './args
 import { mib, printJson, type Io } from './io.ts';
 import { trapSignals, type SignalScope } from './signals.ts';
 import type { InspectorServer } from '../../inspector/server.ts';
+import { takeInspectFlag } from './recover-inspect.ts';
 import { openSandbox, type Sandbox } from './pool-sandbox.ts';
 import { PoolProgress, poolClean, poolTable, styleFor } from './pool-view.ts';
 import type { PoolMetrics } from '../pool/metrics.ts';
@@ -45,31 +46,6 @@ removes it afterwards.
 Exit codes: 0 no leaked file, no masked cause, every byte right · 1 otherwise · 2 bad usage ·
 130 SIGINT / 143 SIGTERM during the run (every task cancelled and cleaned up)
 `;
-
-/**
- * `--inspect` / `--inspect=PORT` (node's parseArgs has no optional values): taken out of argv
- * before parsing.
- */
-function takeInspect(argv: string[]): { rest: string[]; port: number | undefined } {
-  let port: number | undefined;
-  const rest: string[] = [];
-  for (const [i, arg] of argv.entries()) {
-    if (arg === '--') {
-      rest.push(...argv.slice(i));
-      break;
-    }
-    const m = /^--inspect(?:=(.*))?$/.exec(arg);
-    if (m === null) {
-      rest.push(arg);
-      continue;
-    }
-    const raw = m[1];
-    if (raw === undefined) port = 0;
-    else if (/^\d{1,5}$/.test(raw) && Number(raw) <= 65535) port = Number(raw);
-    else throw new UsageError(`--inspect=PORT needs a port 0..65535, got '${raw}'`);
-  }
-  return { rest, port };
-}
 
 /** `all`, `none`, or a comma list of kinds (`all` may be one of them: `all,cancel-after-failure`). */
 export function parseFaults(raw: string): FaultKind[] {
@@ -137,7 +113,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
 /** The options, parsed and checked (usage errors: exit 2), or `'help'`. */
 function parseArgs(argv: string[]): DemoArgs | 'help' {
-  const { rest, port } = takeInspect(argv);
+  const { rest, port } = takeInspectFlag(argv);
   const { values } = parse(rest, {
     tasks: { type: 'string' },
     loops: { type: 'string' },
