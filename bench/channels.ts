@@ -100,9 +100,12 @@ export function runCliMeasured(args: string[], signal?: AbortSignal): Promise<Cl
 export function createSmallFiles(dir: string, count: number): number {
   mkdirSync(dir);
   const byte = Buffer.alloc(1, 0x5a);
+  // The dir's path once and the name appended: a path.join per file normalizes the whole path
+  // every time and cost the loop 8–35 % on a tmpfs, and a floor must be the fastest known way.
+  const prefix = `${dir}/`;
   const t0 = performance.now();
   for (let i = 0; i < count; i++) {
-    const fd = openSync(join(dir, `f-${i}.bin`), 'wx', 0o600);
+    const fd = openSync(prefix + 'f-' + i + '.bin', 'wx', 0o600);
     try {
       writeSync(fd, byte);
     } finally {

@@ -5,14 +5,12 @@
  * stays whatever starts or ends. A page that keeps only the newest 400 of 3,000 tasks says so
  * on the page, not in a tooltip. Tasks are real XState actors inspected through the server.
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, hasChromium, launchChromium } from '../helpers/chromium.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { createActor, createMachine, type AnyActorRef } from 'xstate';
 import { startInspectorServer, type InspectorServer } from '../../inspector/server.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`skipping the inspector follow test: ${CHROMIUM} is missing`);
 
 /** The page's hold on an ended task, shortened for the test through its `?hold=` parameter. */
@@ -30,18 +28,7 @@ const actors: AnyActorRef[] = [];
 
 beforeAll(async () => {
   if (!hasChromium) return;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
 });
 afterEach(async () => {
   for (const a of actors.splice(0)) a.stop();

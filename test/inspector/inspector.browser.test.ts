@@ -14,7 +14,8 @@ import { startRecovery } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, hasChromium, launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   makeTempRoot,
@@ -25,8 +26,6 @@ import {
   type Child,
 } from '../e2e/harness.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) {
   console.warn(
     `skipping the inspector browser test: ${CHROMIUM} is missing (apt-get install -y chromium)`,
@@ -61,20 +60,7 @@ let browser: Browser | undefined;
 beforeAll(async () => {
   if (!hasChromium) return;
   await mkdir(artifacts, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // playwright gives every launch a fresh temporary profile (--user-data-dir) and removes it.
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
-  });
+  browser = await launchChromium(['--disable-quic']);
 });
 afterAll(async () => {
   await browser?.close();

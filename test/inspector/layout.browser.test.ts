@@ -6,19 +6,17 @@
  * and the actors panel shows per owner its task dir, each spill file with its bytes, and the
  * bytes delivered so far (live, before the drain's end).
  */
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { CHROMIUM, hasChromium, launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startInspectorServer, type InspectorServer } from '../../inspector/server.ts';
 import { startRecovery, type StartedRecovery } from '../../src/recover.ts';
 import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
 import { spillLeftovers, waitFor } from '../e2e/harness.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`skipping the inspector layout test: ${CHROMIUM} is missing`);
 
 let browser: Browser | undefined;
@@ -30,18 +28,7 @@ let work: string;
 beforeAll(async () => {
   if (!hasChromium) return;
   work = await mkdtemp(join(tmpdir(), 'spillway-test-layout-'));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchChromium();
   server = await startInspectorServer();
   const made = await makeCheckpoint({ out: join(work, 'cp.spwc'), mb: 2, seed: 21 });
   const held = new Promise<void>((resolve) => (releaseDrain = resolve));
