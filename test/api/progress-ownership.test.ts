@@ -5,7 +5,6 @@
  * bytes, matching the disk at that instant; and the CLI draws its own progress bar from the
  * same feed (a real pseudo-terminal through `script`).
  */
-import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +16,7 @@ import {
 import { makeSmallCheckpoint, SMALL_LIMITS } from '../helpers/checkpoints.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { spawnTracked } from '../helpers/processes.ts';
-import { spillwayBin } from '../e2e/harness.ts';
+import { recoverOnPty } from '../e2e/harness.ts';
 
 describe('progress is coalesced and complete', () => {
   it('progress coalesced: stage changes and the end, never once per buffer; the last reading is the report', async () => {
@@ -107,17 +106,9 @@ describe('ownership you can read', () => {
 
 describe('the CLI progress bar is the library feed', () => {
   it('progress used by the CLI: on a terminal, recover draws fetch and drain readings', async () => {
-    try {
-      execFileSync('script', ['--version'], { stdio: 'ignore' });
-    } catch {
-      console.log('skipped: util-linux `script` (a pseudo-terminal) is not installed');
-      return;
-    }
-    const dir = await makeTempRoot();
-    const { path } = await makeSmallCheckpoint(dir, { kib: 2048, channels: 4 });
-    const command = [spillwayBin, 'recover', path, '--out', join(dir, 'out'), '--spill-root', dir]
-      .map((a) => `'${a}'`)
-      .join(' ');
+    const pty = await recoverOnPty(2048);
+    if (pty === undefined) return;
+    const { dir, command } = pty;
     // `script` gives the child a real pty for stdin/stdout/stderr: isTTY is true, as for a user.
     // 120 columns: wide enough for every field of the bar (docs/cli.md, Progress).
     const child = spawnTracked('script', ['-qefc', `stty cols 120; ${command}`, '/dev/null']);

@@ -3,6 +3,7 @@
  * temp dirs, each channel's expected bytes): run the real `bin/spillway`, check its outputs byte
  * for byte, and list what a run left behind.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -16,6 +17,7 @@ import {
   type Child,
 } from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+import { makeSmallCheckpoint } from '../helpers/checkpoints.ts';
 
 // The suites of test/inspector/ import these from here too.
 export { makeTempRoot, repoRoot, spawnTracked, waitFor, type Child };
@@ -173,4 +175,26 @@ export async function plantOwner(
     await utimes(dir, past, past);
   }
   return dir;
+}
+
+/**
+ * A `spillway recover` of a fresh small checkpoint as one shell command for util-linux `script`
+ * (a real pseudo-terminal, so the CLI draws its bar), or undefined — with the reason printed —
+ * when `script` is not installed.
+ */
+export async function recoverOnPty(
+  kib: number,
+): Promise<{ dir: string; command: string } | undefined> {
+  try {
+    execFileSync('script', ['--version'], { stdio: 'ignore' });
+  } catch {
+    console.log('skipped: util-linux `script` (a pseudo-terminal) is not installed');
+    return undefined;
+  }
+  const dir = await makeTempRoot();
+  const { path } = await makeSmallCheckpoint(dir, { kib, channels: 4 });
+  const command = [spillwayBin, 'recover', path, '--out', join(dir, 'out'), '--spill-root', dir]
+    .map((a) => `'${a}'`)
+    .join(' ');
+  return { dir, command };
 }

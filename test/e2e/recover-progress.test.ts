@@ -4,11 +4,10 @@
  * no escape codes — whose percent runs once from 0 to 100 across the stages; `--json` keeps
  * stderr for errors only; on a narrow terminal the redrawn bar never passes the width.
  */
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeSmallCheckpoint } from '../helpers/checkpoints.ts';
-import { makeTempRoot, runRecover, spawnTracked, spillwayBin } from './harness.ts';
+import { makeTempRoot, recoverOnPty, runRecover, spawnTracked } from './harness.ts';
 
 describe('recover progress off a terminal', () => {
   it('plain progress lines on a non-TTY stderr: one per stage change, percent monotonic to 100 %, channels counted, no redraws', async () => {
@@ -58,17 +57,9 @@ describe('recover progress on a terminal', () => {
   it.each([60, 30])(
     'a %i-column terminal: every redraw fits the width (no scrolling), or plain lines below 40 columns',
     async (columns) => {
-      try {
-        execFileSync('script', ['--version'], { stdio: 'ignore' });
-      } catch {
-        console.log('skipped: util-linux `script` (a pseudo-terminal) is not installed');
-        return;
-      }
-      const dir = await makeTempRoot();
-      const { path } = await makeSmallCheckpoint(dir, { kib: 4096, channels: 4 });
-      const command = [spillwayBin, 'recover', path, '--out', join(dir, 'out'), '--spill-root', dir]
-        .map((a) => `'${a}'`)
-        .join(' ');
+      const pty = await recoverOnPty(4096);
+      if (pty === undefined) return;
+      const { dir, command } = pty;
       // `script` gives the child a real pty; `stty cols` sets the width it reads as `columns`.
       const child = spawnTracked('script', [
         '-qefc',
