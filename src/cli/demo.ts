@@ -10,7 +10,7 @@ import { trapSignals, type SignalScope } from './signals.ts';
 import type { InspectorServer } from '../../inspector/server.ts';
 import { takeInspectFlag } from './recover-inspect.ts';
 import { openSandbox, type Sandbox } from './pool-sandbox.ts';
-import { PoolProgress, poolClean, poolTable, styleFor } from './pool-view.ts';
+import { PoolProgress, poolClean, poolReport, poolTable, styleFor } from './pool-view.ts';
 import type { PoolMetrics } from '../pool/metrics.ts';
 
 const DEFAULTS = { tasks: 4, loops: 200, stateMb: 8, seed: 1 };
@@ -227,20 +227,10 @@ function printSummary(
   if (args.json) {
     printJson(io, {
       recoveries: metrics.loops,
-      outcomes: metrics.outcomes,
-      faults: metrics.faults,
-      abortPaths: metrics.abortPaths,
-      leakedFiles: metrics.leakedFiles + leftovers.length,
-      maskedCauses: metrics.maskedCauses,
-      deliveryErrors: metrics.deliveryErrors,
-      faultsMissed: metrics.faultsMissed,
+      ...poolReport(metrics, leftovers, signals.exitCode !== undefined),
       checkpointsVerified: metrics.checkpointsVerified,
-      bytesDelivered: metrics.bytesDelivered,
-      spillFilesWritten: metrics.spillFilesWritten,
       peakLiveFiles: metrics.peakLiveFiles,
       peakLiveBytes: metrics.peakLiveBytes,
-      spillRootClean: leftovers.length === 0,
-      interrupted: signals.exitCode !== undefined,
       tasks: args.tasks,
       stateBytes: box.checkpoint.payloadBytes,
       seed: args.seed,

@@ -89,6 +89,31 @@ export class PoolProgress {
   }
 }
 
+/**
+ * The fields `demo --json` and `soak --json` share: what the pool's recoveries came to, and
+ * whether the spill root was left clean (`leftovers`: what the final sweep found).
+ *
+ * @example
+ * ```ts
+ * printJson(io, { recoveries: m.loops, ...poolReport(m, leftovers, interrupted), seed });
+ * ```
+ */
+export function poolReport(m: PoolMetrics, leftovers: readonly string[], interrupted: boolean) {
+  return {
+    outcomes: m.outcomes,
+    faults: m.faults,
+    abortPaths: m.abortPaths,
+    leakedFiles: m.leakedFiles + leftovers.length,
+    maskedCauses: m.maskedCauses,
+    deliveryErrors: m.deliveryErrors,
+    faultsMissed: m.faultsMissed,
+    bytesDelivered: m.bytesDelivered,
+    spillFilesWritten: m.spillFilesWritten,
+    spillRootClean: leftovers.length === 0,
+    interrupted,
+  };
+}
+
 /** Whether the pool proved its point: nothing leaked, nothing masked, every byte right. */
 export function poolClean(m: PoolMetrics): boolean {
   return m.leakedFiles === 0 && m.maskedCauses === 0 && m.deliveryErrors === 0;

@@ -11,7 +11,7 @@ import { intOption, parse } from './args.ts';
 import { printJson, table, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';
 import { openSandbox } from './pool-sandbox.ts';
-import { PoolProgress, pathList, poolClean, styleFor } from './pool-view.ts';
+import { PoolProgress, pathList, poolClean, poolReport, styleFor } from './pool-view.ts';
 
 const TASKS = 4;
 const STATE_MB = 2;
@@ -129,20 +129,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const report = {
       loops: metrics.loops,
       warmupLoops: warmup,
-      leakedFiles,
-      maskedCauses: metrics.maskedCauses,
       heapGrowthMiB,
       fdDelta,
       fdsClosedByGc,
-      deliveryErrors: metrics.deliveryErrors,
-      faultsMissed: metrics.faultsMissed,
-      outcomes: metrics.outcomes,
-      faults: metrics.faults,
-      abortPaths: metrics.abortPaths,
-      spillFilesWritten: metrics.spillFilesWritten,
-      bytesDelivered: metrics.bytesDelivered,
-      spillRootClean: leftovers.length === 0,
-      interrupted: signals.exitCode !== undefined,
+      ...poolReport(metrics, leftovers, signals.exitCode !== undefined),
       seed,
       durationMs: Math.round(performance.now() - started),
       ...(metrics.problems.length > 0 ? { problems: metrics.problems } : {}),

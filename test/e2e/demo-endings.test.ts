@@ -10,6 +10,7 @@
  *   the dir then — without it the dir stays behind.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { spawnTracked, waitFor } from '../helpers/processes.ts';
@@ -62,6 +63,16 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Whether signal `number` is still pending for the process `pid` (its shared pending set). */
+function pending(pid: number, number: number): boolean {
+  try {
+    const mask = /^ShdPnd:\s+([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return mask !== undefined && (BigInt(`0x${mask}`) & (1n << BigInt(number - 1))) !== 0n;
+  } catch {
+    return false; // exited: nothing is pending
   }
 }
 
@@ -119,7 +130,7 @@ describe('demo temp dir removed on endings outside its own cleanup', () => {
     60_000,
   );
 
-  it("a third signal exits before cleanup finished: exit 129 (the first signal's), and the exit hook leaves no spillway-demo-* dir", async () => {
+  it('a third signal exits before cleanup finished: exit 128+n of the first signal handled, and the exit hook leaves no spillway-demo-* dir', async () => {
     const tmp = await makeTempRoot();
     const child = spawnCli(['demo', '--tasks', '4', '--loops', '1000000', '--state-mb', '8'], {
       TMPDIR: tmp,
@@ -134,9 +145,24 @@ describe('demo temp dir removed on endings outside its own cleanup', () => {
     await new Promise((resolve) => setTimeout(resolve, 1500));
     // Three different signals (the same one twice may merge while pending): the first cancels,
     // the second is told to wait, the third exits at once from inside the cancel's cleanup.
-    child.proc.kill('SIGHUP');
-    child.proc.kill('SIGTERM');
-    child.proc.kill('SIGINT');
+    // One after the other, each sent once the kernel has delivered the one before (it left the
+    // process's shared pending set): sent at once, the three could be handled in any order
+    // (each may land on another thread). Delivery takes microseconds, so the cleanup the first
+    // one starts is still running when the third comes.
+    for (const [name, number] of [
+      ['SIGHUP', 1],
+      ['SIGTERM', 15],
+      ['SIGINT', 2],
+    ] as const) {
+      child.proc.kill(name);
+      await waitFor(
+        `${name} delivered`,
+        () => (pending(child.proc.pid!, number) ? undefined : true),
+        {
+          child,
+        },
+      );
+    }
     const { code, signal } = await child.exited;
     expect({ code, signal }).toEqual({ code: 129, signal: null });
     // Ended by the third signal's exit, not by the cancel's own end (which says so).
