@@ -11,15 +11,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { spawnTracked, waitFor } from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
-import { spawnCli, spillwayBin } from './harness.ts';
-
-async function demoDirs(tmp: string): Promise<string[]> {
-  return (await readdir(tmp)).filter((name) => name.startsWith('spillway-demo-'));
-}
+import { demoDirs, spillwayBin, startDemo } from './harness.ts';
 
 const havePython = (() => {
   try {
@@ -130,17 +125,15 @@ describe('demo temp dir removed on endings outside its own cleanup', () => {
     60_000,
   );
 
-  it('a third signal exits before cleanup finished: exit 128+n of the first signal handled, and the exit hook leaves no spillway-demo-* dir', async () => {
-    const tmp = await makeTempRoot();
-    const child = spawnCli(['demo', '--tasks', '4', '--loops', '1000000', '--state-mb', '8'], {
-      TMPDIR: tmp,
-    });
-    child.proc.stdin!.end();
-    await waitFor(
-      'the demo temp dir',
-      async () => ((await demoDirs(tmp)).length ? true : undefined),
-      { child },
-    );
+  it("a third signal exits before cleanup finished: exit 129 (the first signal's), and the exit hook leaves no spillway-demo-* dir", async () => {
+    const { tmp, child } = await startDemo([
+      '--tasks',
+      '4',
+      '--loops',
+      '1000000',
+      '--state-mb',
+      '8',
+    ]);
     // Recoveries under way, so a cancel has work to do when the signals come.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     // Three different signals (the same one twice may merge while pending): the first cancels,

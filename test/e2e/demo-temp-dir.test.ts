@@ -5,15 +5,10 @@
  * on every later write). Each child gets a private TMPDIR, so what it leaves is plain to see.
  */
 import { execFileSync } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { spawnTracked, waitFor } from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
-import { spawnCli, spillwayBin } from './harness.ts';
-
-async function demoDirs(tmp: string): Promise<string[]> {
-  return (await readdir(tmp)).filter((name) => name.startsWith('spillway-demo-'));
-}
+import { demoDirs, spillwayBin, startDemo } from './harness.ts';
 
 const haveScript = (() => {
   try {
@@ -26,18 +21,7 @@ const haveScript = (() => {
 
 describe('demo temp dir removed on every ending', () => {
   it('stdout and stderr closed mid-run: the failing summary write does not crash, no spillway-demo-* dir left', async () => {
-    const tmp = await makeTempRoot();
-    const child = spawnCli(['demo', '--tasks', '2', '--loops', '40', '--state-mb', '1'], {
-      TMPDIR: tmp,
-    });
-    child.proc.stdin!.end();
-    await waitFor(
-      'the demo temp dir',
-      async () => ((await demoDirs(tmp)).length ? true : undefined),
-      {
-        child,
-      },
-    );
+    const { tmp, child } = await startDemo(['--tasks', '2', '--loops', '40', '--state-mb', '1']);
     child.proc.stdout!.destroy();
     child.proc.stderr!.destroy();
     const { code, signal } = await child.exited;
@@ -46,18 +30,14 @@ describe('demo temp dir removed on every ending', () => {
   });
 
   it('SIGHUP mid-run: exit 129, no spillway-demo-* dir left', async () => {
-    const tmp = await makeTempRoot();
-    const child = spawnCli(['demo', '--tasks', '2', '--loops', '100000', '--state-mb', '1'], {
-      TMPDIR: tmp,
-    });
-    child.proc.stdin!.end();
-    await waitFor(
-      'the demo temp dir',
-      async () => ((await demoDirs(tmp)).length ? true : undefined),
-      {
-        child,
-      },
-    );
+    const { tmp, child } = await startDemo([
+      '--tasks',
+      '2',
+      '--loops',
+      '100000',
+      '--state-mb',
+      '1',
+    ]);
     child.proc.kill('SIGHUP');
     const { code } = await child.exited;
     expect(code).toBe(129);

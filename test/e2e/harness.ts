@@ -198,3 +198,26 @@ export async function recoverOnPty(
     .join(' ');
   return { dir, command };
 }
+
+/** The `spillway-demo-*` temp dirs in `tmp` (a demo's TMPDIR). */
+export async function demoDirs(tmp: string): Promise<string[]> {
+  return (await readdir(tmp)).filter((name) => name.startsWith('spillway-demo-'));
+}
+
+/**
+ * `spillway demo ARGS` in a TMPDIR of its own, with stdin closed, returned once its temp dir
+ * exists (the demo is then under way and has something to leave behind).
+ */
+export async function startDemo(args: string[]): Promise<{ tmp: string; child: Child }> {
+  const tmp = await makeTempRoot();
+  const child = spawnCli(['demo', ...args], { TMPDIR: tmp });
+  child.proc.stdin!.end();
+  await waitFor(
+    'the demo temp dir',
+    async () => ((await demoDirs(tmp)).length ? true : undefined),
+    {
+      child,
+    },
+  );
+  return { tmp, child };
+}

@@ -137,18 +137,14 @@ const refused = (url: URL) =>
     (e: NodeJS.ErrnoException) => e.code === 'ECONNREFUSED',
   );
 
+/** `spillway recover URL --out OUT --spill-root SPILL` with the given `--inspect` flag. */
+const recoverWatched = (url: string, out: string, spill: string, flag: string) =>
+  spawnCli(['recover', url, '--out', out, '--spill-root', spill, flag]);
+
 describe('spillway recover --inspect', () => {
   test('a real recovery is watched live: the page loads, its feed shows the task fetching, and once it finishes the server is closed and the process exits 0', async () => {
     const { store, out, spill, made } = await setUp();
-    const child = spawnCli([
-      'recover',
-      store.url,
-      '--out',
-      out,
-      '--spill-root',
-      spill,
-      '--inspect=0',
-    ]);
+    const child = recoverWatched(store.url, out, spill, '--inspect=0');
     const url = await inspectorUrl(child);
     const page = await get(url);
     expect(page.status).toBe(200);
@@ -207,15 +203,7 @@ describe('spillway recover --inspect', () => {
     'a recovery %s while watched closes the server and exits %i',
     async (_name, exit, how) => {
       const { store, out, spill } = await setUp();
-      const child = spawnCli([
-        'recover',
-        store.url,
-        '--out',
-        out,
-        '--spill-root',
-        spill,
-        '--inspect',
-      ]);
+      const child = recoverWatched(store.url, out, spill, '--inspect');
       const url = await inspectorUrl(child);
       const live = feed(url);
       await waitFor('the store to hold the body', () => (store.holding ? true : undefined), {
