@@ -6,7 +6,7 @@
 import { crc32, crc32Combine } from '../crc32.ts';
 import { AbortedError, CorruptCheckpointError } from '../errors.ts';
 import { closeAfter, openCheckpointSource, type SourceOptions } from './source.ts';
-import { redactLocation } from './redact.ts';
+import { isRemoteLocation, redactLocation } from './redact.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,
@@ -106,8 +106,8 @@ export interface ReadCheckpointOptions {
 type ReadState = 'fileHeader' | 'entryHeader' | 'payload';
 
 /**
- * Streams a checkpoint file through `visitor`, validating every field. Memory stays at one
- * buffer of `readChunkBytes` whatever the file size. The file is always closed, also on error.
+ * Streams a checkpoint file through `visitor`, validating every field. Memory stays at two
+ * buffers of `readChunkBytes` (one for a remote source) whatever the file size. The file is always closed, also on error.
  *
  * Errors: any malformed input is a `CorruptCheckpointError(path, offset, reason)` whose offset
  * is the bad field (or where the data ran out); a CRC mismatch is detected after that entry's
@@ -151,13 +151,26 @@ export async function readCheckpoint(
   options.onOpen?.(bytes);
   return closeAfter(file, async () => {
     try {
-      // One buffer for the whole file: the visitor only borrows slices of it.
-      const buf = Buffer.allocUnsafe(chunkBytes);
+      // Two buffers for the whole file, alternating: the visitor only borrows slices of the one
+      // being parsed while the next chunk of a local file is read into the other, so the read
+      // on the thread pool overlaps the CRC and the spill copy on the main thread. A remote
+      // source reads one range at a time (its reads are resumable streams), so one buffer.
+      const readAhead = !isRemoteLocation(path);
+      let buf = Buffer.allocUnsafe(chunkBytes);
+      let other = readAhead ? Buffer.allocUnsafe(chunkBytes) : buf;
+      let next: Promise<number> | undefined;
       const parser = new CheckpointParser(visitor, corrupt, throwIfAborted);
       for (;;) {
         throwIfAborted();
-        const n = await file.read(buf, 0, chunkBytes, parser.filePos);
+        const n = await (next ?? file.read(buf, 0, chunkBytes, parser.filePos));
+        next = undefined;
         if (n === 0) break;
+        if (readAhead && parser.filePos + n < bytes) {
+          next = file.read(other, 0, chunkBytes, parser.filePos + n);
+          // Handled here so a failure while this chunk is parsed is no unhandled rejection;
+          // it is still thrown by the await above. closeAfter's close waits for the read.
+          next.catch(() => undefined);
+        }
         parser.startChunk(n);
         while (parser.at < n) {
           // Awaited only when the visitor returned a promise: a synchronous visitor (a spill
@@ -166,6 +179,7 @@ export async function readCheckpoint(
           const waiting = parser.step(buf, n);
           if (waiting !== undefined) await waiting;
         }
+        [buf, other] = [other, buf];
       }
       return parser.end();
     } catch (e) {
