@@ -57,6 +57,7 @@ export const buildDrainer = fromPromise<
     const drainer = new Drainer(input.state, input.consumers, {
       ...input.services.limits,
       progress: input.services.progress,
+      onConsumerError: input.services.consumerError,
       ...(input.services.abandonAfterMs !== undefined
         ? { abandonAfterMs: input.services.abandonAfterMs }
         : {}),

@@ -50,6 +50,8 @@ export interface TaskServices {
   /** How long an ending waits for a consumer that has not returned (G11). */
   readonly abandonAfterMs: number | undefined;
   readonly channels: (info: ChannelInfo) => ChannelConsumer;
+  /** Told of every throw or rejection of a consumer's call, as the drain sees it. */
+  readonly consumerError?: ((error: unknown) => void) | undefined;
   readonly mailbox: Mailbox;
   readonly executor: SerialExecutor;
 }

@@ -58,6 +58,7 @@ export class Drainer {
   /** The call {@link abandonPending} waits on: which channel, which method. */
   private abandonWhat: { info: { gate: number; channel: number }; what: string } | undefined;
   private abandonTimer: NodeJS.Timeout | undefined;
+  private readonly onConsumerError: ((error: unknown) => void) | undefined;
 
   /**
    * @param consumers one consumer per channel of `state.channels`, keyed by
@@ -78,8 +79,15 @@ export class Drainer {
         ProgressCounters,
         'bytesDelivered' | 'channelsDelivered' | 'channelsFinished'
       >;
+      /**
+       * Told of every throw or rejection of a consumer's call (`onBuffer`, `onFinished`,
+       * `onBarrier`) before it propagates: how the task tells the caller's errors from its own
+       * without wrapping each of hundreds of thousands of consumers.
+       */
+      onConsumerError?: (error: unknown) => void;
     } = {},
   ) {
+    this.onConsumerError = options.onConsumerError;
     this.bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES;
     if (this.bufferBytes < 1) throw new RangeError('bufferBytes must be ≥ 1');
     this.abandonAfterMs = options.abandonAfterMs ?? DEFAULT_ABANDON_AFTER_MS;
@@ -142,7 +150,12 @@ export class Drainer {
         // the consumer owns the buffer from the call on (even if it throws), and a checkpoint
         // it triggers from inside onBuffer must not put this buffer in the remainder too.
         segment.commit();
-        const pending = consumer.onBuffer(chunk);
+        let pending: void | Promise<void>;
+        try {
+          pending = consumer.onBuffer(chunk);
+        } catch (error) {
+          throw this.consumerFailed(error);
+        }
         report.bytes += chunk.length;
         report.buffers++;
         if (this.progress !== undefined) this.progress.bytesDelivered += chunk.length;
@@ -162,7 +175,12 @@ export class Drainer {
       const consumer = this.consumers.get(channelId(info))!;
       // Out of recovery (no barrier any more) before its end is announced; forgotten after.
       this.finished++;
-      const pending = consumer.onFinished();
+      let pending: void | Promise<void>;
+      try {
+        pending = consumer.onFinished();
+      } catch (error) {
+        throw this.consumerFailed(error);
+      }
       if (isPromiseLike(pending)) await this.waitFor(pending, info, 'onFinished');
       this.consumers.delete(channelId(info));
       report.channels++;
@@ -216,10 +234,16 @@ export class Drainer {
       this.abandonWhat = { info, what };
       pending.then(
         (value) => settle(() => resolve(value)),
-        (error: unknown) => settle(() => reject(error)),
+        (error: unknown) => settle(() => reject(this.consumerFailed(error))),
       );
       if (this.abort.signal.aborted) this.armAbandon(info, what);
     });
+  }
+
+  /** A consumer's call threw or rejected with `error`: tells the owner, returns it to throw. */
+  private consumerFailed(error: unknown): unknown {
+    this.onConsumerError?.(error);
+    return error;
   }
 
   /** Starts the abandonment clock for the call being waited on (once). */
@@ -265,7 +289,7 @@ export class Drainer {
       }
     } catch (error) {
       void snapshot?.close().catch(() => undefined);
-      throw error;
+      throw this.consumerFailed(error);
     }
     return snapshot?.reader() ?? SpillReader.empty();
   }
