@@ -1,7 +1,7 @@
 /**
  * Forward-only reader over a task's spill files, with a committed position that snapshots
  * resume from. Flink's `FetchedChannelStateReaderImpl` + `FetchedChannelStateSnapshot`
- * (docs §3.3), reading in large chunks with the next one in flight (read-ahead.ts) and
+ * (docs §3.3), reading in large chunks with the next ones in flight (read-ahead.ts) and
  * verifying each segment's CRC-32.
  *
  * One file on purpose (~440 lines): the segment handles, the file position and the read-ahead
@@ -98,16 +98,16 @@ export interface SpillSegment {
 
 /**
  * Reads spill files forward. Opens files lazily, one at a time, with large reads (1 MiB by
- * default: ~10× faster than 32 KiB async reads here), the next one kept in flight while the
+ * default: ~10× faster than 32 KiB async reads here), the next ones kept in flight while the
  * current one is verified and delivered ({@link SpillFileWindow}). Every read runs fenced
  * through the state, so after a forced close it fails with `AbortedError`, never a raw ENOENT,
- * and a forced close waits for the read running ahead (G4).
+ * and a forced close waits for the reads running ahead (G4).
  *
  * Each disk read fills a fresh buffer and callers get slices of it: consumers own what they
  * are given (they may keep it), so a read buffer is never reused. Copying into fresh small
  * buffers instead was measured worse here: one more memcpy, and 32 KiB blocks come from the
  * malloc heap, which does not give memory back as promptly as freed 1 MiB mappings.
- * With `reuseBuffers` (a drainer whose consumers all borrow) two buffers alternate: no page
+ * With `reuseBuffers` (a drainer whose consumers all borrow) a few buffers circulate: no page
  * faults on fresh memory, no external memory waiting for a GC. Snapshot readers never reuse:
  * the remainder writer may keep their slices across awaits.
  *
