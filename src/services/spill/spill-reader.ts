@@ -141,7 +141,8 @@ export class SpillReader {
   private readonly window: SpillFileWindow;
   /** @internal the live position (read by the current segment handle). */
   live: MutablePosition;
-  private committed: SpillPosition;
+  /** The committed boundary, moved in place: a commit per delivered buffer allocates nothing. */
+  private readonly committed: MutablePosition;
   private closed = false;
   private closing: Promise<void> | undefined;
   /** @internal bumped per segment handed out: older handles are stale. */
@@ -159,7 +160,7 @@ export class SpillReader {
     checkPosition(position);
     this.files = state?.files ?? [];
     this.live = { ...position };
-    this.committed = position;
+    this.committed = { ...position };
     const reader = this;
     const fence: WindowFence = {
       io: (what, op) => reader.io(what, op),
@@ -172,7 +173,7 @@ export class SpillReader {
 
   /** The committed (delivered) boundary. */
   get committedPosition(): SpillPosition {
-    return this.committed;
+    return { ...this.committed };
   }
 
   get isClosed(): boolean {
@@ -232,7 +233,7 @@ export class SpillReader {
     if (this.state === undefined) return new SpillSnapshot(undefined, START_POSITION, 0);
     if (this.state.isClosed) throw new AbortedError('snapshot(): spill state was closed');
     this.state.acquire();
-    return new SpillSnapshot(this.state, this.committed, this.readChunkBytes);
+    return new SpillSnapshot(this.state, { ...this.committed }, this.readChunkBytes);
   }
 
   /**
@@ -257,7 +258,15 @@ export class SpillReader {
 
   /** @internal a segment handle's commit. */
   commit(): void {
-    this.committed = { ...this.live };
+    const to = this.committed;
+    const from = this.live;
+    to.fileIndex = from.fileIndex;
+    to.offset = from.offset;
+    to.gate = from.gate;
+    to.channel = from.channel;
+    to.remaining = from.remaining;
+    to.crcSoFar = from.crcSoFar;
+    to.expectedCrc = from.expectedCrc;
   }
 
   private checkUsable(): void {
