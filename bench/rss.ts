@@ -7,14 +7,17 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { packageBin } from './startup.ts';
 
-// Compiled (the installed package) the child is a sibling .js run by plain node; from the
-// sources (the repo's tests) it is .ts, run through tsx, a dev dependency.
+// Compiled (the installed package) the child is tsc's dist/bench/rss-child.js, run by plain
+// node (found from the package's root: this code runs from a chunk of the bundled CLI); from
+// the sources (the repo's tests) it is the sibling .ts, run through tsx, a dev dependency.
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
-const CHILD = fileURLToPath(
-  new URL(FROM_SOURCES ? './rss-child.ts' : './rss-child.js', import.meta.url),
-);
+const CHILD = FROM_SOURCES
+  ? fileURLToPath(new URL('./rss-child.ts', import.meta.url))
+  : join(dirname(dirname(packageBin())), 'dist', 'bench', 'rss-child.js');
 const LOADER_ARGS = FROM_SOURCES
   ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]
   : [];

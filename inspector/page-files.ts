@@ -2,6 +2,7 @@
  * The inspector page as the server serves it: the regular files of `inspector/page/` with a
  * known type, read once at start and looked up by exact name, so no request reaches the disk.
  */
+import { existsSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fsSeam } from '../src/services/fs.ts';
@@ -12,7 +13,23 @@ export class InspectorServerError extends SpillwayError {
   override readonly code = 'ERR_SPILLWAY_INSPECTOR';
 }
 
-const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'page');
+const PAGE_DIR = pageDir();
+/**
+ * `page/` beside this module (the sources, tsc's output), else the nearest `inspector/page`
+ * above it: the package's `dist/inspector/page` when this code was bundled into a chunk of the
+ * CLI (`dist/src/cli/chunks/`).
+ */
+function pageDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const beside = join(here, 'page');
+  if (existsSync(beside)) return beside;
+  for (let dir = dirname(here); dir !== dirname(dir); dir = dirname(dir)) {
+    const found = join(dir, 'inspector', 'page');
+    if (existsSync(found)) return found;
+  }
+  return beside;
+}
+
 /**
  * What the page dir may serve, by extension. The page is native ES modules loaded by the
  * browser from here (no build step), so every module must be served as JavaScript: a module
