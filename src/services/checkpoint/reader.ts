@@ -107,7 +107,8 @@ type ReadState = 'fileHeader' | 'entryHeader' | 'payload';
 
 /**
  * Streams a checkpoint file through `visitor`, validating every field. Memory stays at two
- * buffers of `readChunkBytes` (one for a remote source) whatever the file size. The file is always closed, also on error.
+ * buffers of `readChunkBytes` (one for a remote source) whatever the file size. The file is
+ * always closed, also on error.
  *
  * Errors: any malformed input is a `CorruptCheckpointError(path, offset, reason)` whose offset
  * is the bad field (or where the data ran out); a CRC mismatch is detected after that entry's
