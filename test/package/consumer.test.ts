@@ -88,6 +88,13 @@ const STRICT_TSCONFIG = {
 };
 
 /** The TypeScript blocks of the README, in order. */
+/** Compiles the TypeScript project in `dir` with the consumer app's own tsc: no diagnostics. */
+async function expectCompiles(dir: string): Promise<void> {
+  const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
+  const compiled = await run(process.execPath, [tsc, '-p', dir]);
+  expect(compiled.stdout + compiled.stderr).toBe('');
+}
+
 async function readmeBlocks(): Promise<string[]> {
   const text = await readFile(join(repo, 'README.md'), 'utf8');
   return [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
@@ -321,9 +328,7 @@ console.log(JSON.stringify({ bytes: report.bytesDelivered, first: first?.[0] ?? 
 console.log(new CorruptCheckpointError('f', 3, 'why').offset);
 `,
     );
-    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
-    const compiled = await run(process.execPath, [tsc, '-p', dir]);
-    expect(compiled.stdout + compiled.stderr).toBe('');
+    await expectCompiles(dir);
     const spillRoot = await mkdtemp(join(work, 'spill-'));
     const result = await run(
       process.execPath,
@@ -347,9 +352,7 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
         /^import /m.test(block) ? block : `export {};\n${block}`,
       );
     }
-    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
-    const compiled = await run(process.execPath, [tsc, '-p', dir]);
-    expect(compiled.stdout + compiled.stderr).toBe('');
+    await expectCompiles(dir);
 
     // The library example, run in a directory holding the checkpoint it names.
     const library = blocks.findIndex((b) => b.includes("checkpoint: 'job-42.spwc'"));
@@ -410,9 +413,7 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(STRICT_TSCONFIG, null, 2));
     await writeFile(join(dir, 'example.mts'), example);
-    const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
-    const compiled = await run(process.execPath, [tsc, '-p', dir]);
-    expect(compiled.stdout + compiled.stderr).toBe('');
+    await expectCompiles(dir);
     const runDir = await mkdtemp(join(work, 'inspector-example-'));
     const made = await run(
       process.execPath,
