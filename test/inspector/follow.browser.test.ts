@@ -55,15 +55,16 @@ async function open(query = '') {
 const shown = (page: Page) => page.locator('#chart-task').textContent();
 const mode = (page: Page) => page.locator('#follow').getAttribute('data-mode');
 const listed = (page: Page, key: string) => page.waitForSelector(`li[data-task="${key}"]`);
+/** Waits until the chart shows task `key`. */
+const showing = (page: Page, key: string) =>
+  page.waitForFunction((k) => document.getElementById('chart-task')?.textContent === k, key);
 
 describe.skipIf(!hasChromium)('follow mode and the trim notice in Chromium', () => {
   test('follow mode stays on a live task until it ends, then holds its ending although a newer task started, and only then goes to the newest live task', async () => {
     const { page, start } = await open(`?hold=${HOLD_MS}`);
     try {
       const a = start('task-A');
-      await page.waitForFunction(
-        () => document.getElementById('chart-task')?.textContent === 'task-A',
-      );
+      await showing(page, 'task-A');
       start('task-B');
       await listed(page, 'task-B');
       // B started: A is still live, so A stays.
@@ -81,9 +82,7 @@ describe.skipIf(!hasChromium)('follow mode and the trim notice in Chromium', () 
         /^ended · next live task in \d s$/,
       );
       // Once the hold is over: the newest live task.
-      await page.waitForFunction(
-        () => document.getElementById('chart-task')?.textContent === 'task-C',
-      );
+      await showing(page, 'task-C');
       expect(await mode(page)).toBe('following');
     } finally {
       await page.close();
@@ -94,9 +93,7 @@ describe.skipIf(!hasChromium)('follow mode and the trim notice in Chromium', () 
     const { page, start } = await open(`?hold=${HOLD_MS}`);
     try {
       const a = start('task-A');
-      await page.waitForFunction(
-        () => document.getElementById('chart-task')?.textContent === 'task-A',
-      );
+      await showing(page, 'task-A');
       await page.click('#pin');
       expect(await mode(page)).toBe('pinned');
       expect(await page.locator('#pin').getAttribute('data-pinned')).toBe('true');
@@ -109,9 +106,7 @@ describe.skipIf(!hasChromium)('follow mode and the trim notice in Chromium', () 
       expect(await shown(page)).toBe('task-A');
       expect(await mode(page)).toBe('pinned');
       await page.click('#pin');
-      await page.waitForFunction(
-        () => document.getElementById('chart-task')?.textContent === 'task-B',
-      );
+      await showing(page, 'task-B');
     } finally {
       await page.close();
     }
