@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CheckpointWriter } from '../src/services/checkpoint/writer.ts';
+import { CheckpointWriter } from '../src/services/formats/spwc/writer.ts';
 import { packageBin } from './startup.ts';
 import { spread } from './stats.ts';
 

@@ -12,11 +12,11 @@
  */
 import { open, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
-import { readCheckpoint } from '../src/services/checkpoint/reader.ts';
+import { makeCheckpoint } from '../src/services/formats/spwc/generator.ts';
+import { readCheckpoint } from '../src/services/formats/spwc/reader.ts';
 import { channelKey } from '../src/services/channel.ts';
 import { fetchToSpill } from '../src/services/spill/fetch-stage.ts';
-import type { FlinkSelection } from '../src/services/flink/entry-source.ts';
+import type { FlinkSelection } from '../src/services/formats/flink/entry-source.ts';
 import { round, spread, type Spread } from './stats.ts';
 
 /** The operator id the written checkpoint uses (32 hex digits). */

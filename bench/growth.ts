@@ -6,7 +6,7 @@
  */
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 import { measureChannels, type ChannelFigures } from './channels.ts';
 import { flushWriteback } from './floors.ts';
 import { measurePeakRss } from './rss.ts';

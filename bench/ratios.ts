@@ -6,7 +6,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { MadeCheckpoint } from '../src/services/checkpoint/generator.ts';
+import type { MadeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 import { crc32 } from '../src/services/crc32.ts';
 import type { SpillLimits } from '../src/services/spill/limits.ts';
 import type { SpillRoot } from '../src/services/spill-root/spill-root.ts';

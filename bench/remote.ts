@@ -10,8 +10,8 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { readCheckpoint } from '../src/services/checkpoint/reader.ts';
-import { s3Client } from '../src/services/checkpoint/s3-client.ts';
+import { readCheckpoint } from '../src/services/formats/spwc/reader.ts';
+import { s3Client } from '../src/services/locations/s3-client.ts';
 import { round, spread, type Spread } from './stats.ts';
 
 const MIB = 1024 * 1024;

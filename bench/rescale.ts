@@ -6,7 +6,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeRecordCheckpoint } from '../src/services/checkpoint/record-generator.ts';
+import { makeRecordCheckpoint } from '../src/services/formats/spwc/record-generator.ts';
 import { fetchToSpill } from '../src/services/spill/fetch-stage.ts';
 import type { RescaleOption } from '../src/services/rescale/rescale-options.ts';
 import { round, spread, type Spread } from './stats.ts';

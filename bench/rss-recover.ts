@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 
 const { values } = parseArgs({
   options: { mb: { type: 'string' }, 'max-spill-file-bytes': { type: 'string' } },

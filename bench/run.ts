@@ -24,7 +24,7 @@
 import { copyFile, mkdir, mkdtemp, open, rm, statfs } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { makeCheckpoint, type MadeCheckpoint } from '../src/services/checkpoint/generator.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 import type { SpillLimits } from '../src/services/spill/limits.ts';
 import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { measureCancel, type CancelFigures } from './cancel.ts';

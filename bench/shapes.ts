@@ -11,8 +11,8 @@ import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CheckpointWriter } from '../src/services/checkpoint/writer.ts';
-import { Xorshift128 } from '../src/services/checkpoint/generator.ts';
+import { CheckpointWriter } from '../src/services/formats/spwc/writer.ts';
+import { Xorshift128 } from '../src/services/formats/spwc/generator.ts';
 import { runCliMeasured } from './channels.ts';
 
 const MIB = 1024 * 1024;

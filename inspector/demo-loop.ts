@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { startRecovery } from '../src/recover.ts';
-import { makeCheckpoint } from '../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 import { fsSeam, listFiles } from '../src/services/fs.ts';
 import { SpillRoot, resolveSpillRoot } from '../src/services/spill-root/spill-root.ts';
 import type { InspectorServer } from './server.ts';

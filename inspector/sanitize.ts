@@ -7,7 +7,7 @@
 import { FetchedChannelState } from '../src/services/spill/fetched-state.ts';
 import { Drainer } from '../src/services/spill/drainer.ts';
 import { SpillReader } from '../src/services/spill/spill-reader.ts';
-import { redactText } from '../src/services/checkpoint/redact.ts';
+import { redactText } from '../src/services/locations/redact.ts';
 
 /** Keys that hold services, refs or callbacks: never shown. */
 const OMITTED_KEYS = new Set([

@@ -118,17 +118,17 @@ export type {
   RetryInfo,
   RetryPolicy,
   S3Options,
-} from './services/checkpoint/remote-options.ts';
+} from './services/locations/remote-options.ts';
 export {
   listFlinkCheckpoint,
   type FlinkCheckpointListing,
   type FlinkOperatorListing,
   type FlinkSubtaskListing,
-} from './services/flink/list.ts';
-export type { CheckpointFormat } from './services/checkpoint/entries.ts';
-export type { FlinkKey, FlinkSelection } from './services/flink/entry-source.ts';
-export type { FlinkPathOptions, FlinkRelocation } from './services/flink/paths.ts';
-export { keyHash } from './services/flink/stream-element.ts';
+} from './services/formats/flink/list.ts';
+export type { CheckpointFormat } from './services/formats/entries.ts';
+export type { FlinkKey, FlinkSelection } from './services/formats/flink/entry-source.ts';
+export type { FlinkPathOptions, FlinkRelocation } from './services/formats/flink/paths.ts';
+export { keyHash } from './services/formats/flink/stream-element.ts';
 export { VERSION } from './version.ts';
 // Test-data generators and the SPWC reader and writer: `spillway/testing`; Flink's key-group
 // maths: `spillway/rescale`; the machines with their XState types: `spillway/machines`.

@@ -7,7 +7,7 @@
 import { checkRescaleOption } from './services/rescale/rescale-options.ts';
 import { SEGMENT_HEADER_BYTES } from './services/spill/segment-format.ts';
 import { describeValue as describe, invalidOption as invalid } from './services/option-error.ts';
-import { checkFlinkKey } from './services/flink/stream-element.ts';
+import { checkFlinkKey } from './services/formats/flink/stream-element.ts';
 import { didYouMean } from './services/did-you-mean.ts';
 
 /** The keys `recoverChannelState` knows; any other is a mistake (`singal` for `signal`). */

@@ -13,8 +13,8 @@ import type { StageTag, TaskStateValue } from './services/stage.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
 import type { RecordReport } from './services/rescale/filtering-spill.ts';
-import type { RemoteOptions } from './services/checkpoint/remote-options.ts';
-import type { FlinkSelection } from './services/flink/entry-source.ts';
+import type { RemoteOptions } from './services/locations/remote-options.ts';
+import type { FlinkSelection } from './services/formats/flink/entry-source.ts';
 
 /**
  * Options of {@link recoverChannelState}.

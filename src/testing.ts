@@ -18,19 +18,19 @@ export {
   makeCheckpoint,
   type MadeCheckpoint,
   type MakeCheckpointOptions,
-} from './services/checkpoint/generator.ts';
+} from './services/formats/spwc/generator.ts';
 export {
   makeRecordCheckpoint,
   type MadeRecordCheckpoint,
   type MakeRecordCheckpointOptions,
-} from './services/checkpoint/record-generator.ts';
+} from './services/formats/spwc/record-generator.ts';
 export {
   readCheckpoint,
   type CheckpointSummary,
   type CheckpointVisitor,
   type ReadCheckpointOptions,
-} from './services/checkpoint/reader.ts';
-export { CheckpointWriter } from './services/checkpoint/writer.ts';
+} from './services/formats/spwc/reader.ts';
+export { CheckpointWriter } from './services/formats/spwc/writer.ts';
 export {
   readCheckpointEntries,
   detectCheckpointFormat,
@@ -39,4 +39,4 @@ export {
   type EntriesSummary,
   type EntryVisitor,
   type ReadEntriesOptions,
-} from './services/checkpoint/entries.ts';
+} from './services/formats/entries.ts';

@@ -1,6 +1,6 @@
 /** `spillway checkpoint make --out FILE [--gates G] [--channels C] [--mb N | --records N [--subtasks S]] [--seed S] [--json]` */
-import { makeCheckpoint, type MadeCheckpoint } from '../services/checkpoint/generator.ts';
-import { makeRecordCheckpoint } from '../services/checkpoint/record-generator.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../services/formats/spwc/generator.ts';
+import { makeRecordCheckpoint } from '../services/formats/spwc/record-generator.ts';
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, table, type Io } from './io.ts';
 import { trapSignals } from './signals.ts';

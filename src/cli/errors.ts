@@ -12,7 +12,7 @@ import {
   suppressedOf,
 } from '../services/errors.ts';
 import { UsageError } from './args.ts';
-import { redactText } from '../services/checkpoint/redact.ts';
+import { redactText } from '../services/locations/redact.ts';
 import type { Io } from './io.ts';
 
 /** Whether an error is the caller's input or configuration (exit 2), not a failure (exit 1). */

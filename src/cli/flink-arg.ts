@@ -4,10 +4,10 @@
  * checkpoint given without `--operator` gets. Bad values are a `UsageError` (exit 2).
  */
 import { CheckpointPathError, CorruptCheckpointError } from '../services/errors.ts';
-import { detectCheckpointFormat } from '../services/checkpoint/entries.ts';
-import type { SourceOptions } from '../services/checkpoint/source.ts';
-import type { FlinkKey, FlinkSelection } from '../services/flink/entry-source.ts';
-import { parseRelocation } from '../services/flink/paths.ts';
+import { detectCheckpointFormat } from '../services/formats/entries.ts';
+import type { SourceOptions } from '../services/locations/source.ts';
+import type { FlinkKey, FlinkSelection } from '../services/formats/flink/entry-source.ts';
+import { parseRelocation } from '../services/formats/flink/paths.ts';
 import { intOption, stringOption, UsageError, type OptionSpec, type Parsed } from './args.ts';
 
 /** The options this module reads, for the command's `parse` spec. */

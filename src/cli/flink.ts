@@ -1,8 +1,8 @@
 /** `spillway flink ls CHECKPOINT [--json]` (DESIGN §7). */
-import { redactLocation, redactText } from '../services/checkpoint/redact.ts';
+import { redactLocation, redactText } from '../services/locations/redact.ts';
 import { CorruptCheckpointError, SpillwayError } from '../services/errors.ts';
-import { listFlinkMetadata, type FlinkCheckpointListing } from '../services/flink/list.ts';
-import { readFlinkMetadata } from '../services/flink/metadata.ts';
+import { listFlinkMetadata, type FlinkCheckpointListing } from '../services/formats/flink/list.ts';
+import { readFlinkMetadata } from '../services/formats/flink/metadata.ts';
 import { parse, stringOption, UsageError } from './args.ts';
 import { reportError } from './errors.ts';
 import { printJson, type Io } from './io.ts';

@@ -5,8 +5,8 @@
 import { startRecovery, type StartOptions } from '../recover.ts';
 import type { RecoveryReport } from '../recovery-types.ts';
 import { channelKey } from '../services/channel.ts';
-import { checkCheckpointSource } from '../services/checkpoint/source.ts';
-import { redactLocation } from '../services/checkpoint/redact.ts';
+import { checkCheckpointSource } from '../services/locations/source.ts';
+import { redactLocation } from '../services/locations/redact.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 import { ChannelFileSink } from '../services/outputs/channel-files.ts';
 import { OutputDir } from '../services/outputs/output-dir.ts';
@@ -24,7 +24,7 @@ import {
   rescaleUsage,
 } from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
-import { planFlinkRead } from '../services/flink/entry-source.ts';
+import { planFlinkRead } from '../services/formats/flink/entry-source.ts';
 import { inspectUsage, withRecoveryInspector, type RecoveryInspector } from './recover-inspect.ts';
 
 const MIB = 1024 * 1024;

@@ -3,7 +3,7 @@
  * (docs/cli.md). Tuning by environment keeps the documented command line as it is; tests use
  * it to make a stall detectable in a second instead of thirty.
  */
-import type { RemoteOptions } from '../services/checkpoint/remote-options.ts';
+import type { RemoteOptions } from '../services/locations/remote-options.ts';
 import { UsageError } from './args.ts';
 
 const KNOBS = {

@@ -7,7 +7,7 @@ import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_MAGIC,
   CHECKPOINT_VERSION,
-} from '../services/checkpoint/format.ts';
+} from '../services/formats/spwc/format.ts';
 import type { RecordReport } from '../services/rescale/filtering-spill.ts';
 import type { RescaleTarget } from '../services/rescale/key-groups.ts';
 import { resolveRescaleTarget } from '../services/rescale/rescale-options.ts';

@@ -14,7 +14,7 @@ import { AbortedError, addSuppressed, CancelledError, toError } from '../service
 import type { CheckpointReply, CheckpointResult } from './events.ts';
 import type { TaskRef } from './task-ref.ts';
 import { snapshotResource } from './ownership.ts';
-import type { S3Options } from '../services/checkpoint/remote-options.ts';
+import type { S3Options } from '../services/locations/remote-options.ts';
 
 export interface CheckpointWriterInput {
   parent: TaskRef;

@@ -9,10 +9,10 @@ import type { ChannelInfo } from '../services/channel.ts';
 import type { ChannelConsumer } from '../services/channel.ts';
 import type { Drainer } from '../services/spill/drainer.ts';
 import type { SpillLimits } from '../services/spill/limits.ts';
-import type { RemoteOptions } from '../services/checkpoint/remote-options.ts';
+import type { RemoteOptions } from '../services/locations/remote-options.ts';
 import type { ProgressCounters } from '../services/progress.ts';
 import type { RescaleOption } from '../services/rescale/rescale-options.ts';
-import type { FlinkSelection } from '../services/flink/entry-source.ts';
+import type { FlinkSelection } from '../services/formats/flink/entry-source.ts';
 
 import type { StageName } from '../services/stage.ts';
 

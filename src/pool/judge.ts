@@ -6,7 +6,7 @@
 import type { RecoveryReport } from '../recover.ts';
 import type { CheckpointResult } from '../machines/events.ts';
 import type { Outcome } from '../machines/task.machine.ts';
-import { readCheckpoint } from '../services/checkpoint/reader.ts';
+import { readCheckpoint } from '../services/formats/spwc/reader.ts';
 import { channelKey } from '../services/channel.ts';
 import { crc32 } from '../services/crc32.ts';
 import { CancelledError, MisuseError, originalOf, RejectedError } from '../services/errors.ts';

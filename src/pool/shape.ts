@@ -4,7 +4,7 @@
  * aim every fault inside them).
  */
 import { startRecovery, type SpillLimits } from '../recover.ts';
-import { readCheckpoint } from '../services/checkpoint/reader.ts';
+import { readCheckpoint } from '../services/formats/spwc/reader.ts';
 import { channelKey } from '../services/channel.ts';
 import { crc32 } from '../services/crc32.ts';
 import { SpillwayError } from '../services/errors.ts';

@@ -7,8 +7,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 import { vector } from '../helpers/checkpoints.ts';
 import { makeTempRoot, removeDir, tempDir } from '../helpers/temp.ts';
 import { expectCorruptAt, listTree, runCli, spillLeftovers } from './harness.ts';

@@ -21,7 +21,7 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { channelBytes, suiteCheckpoint, vector } from '../helpers/checkpoints.ts';
 import {
   boot8,

@@ -7,7 +7,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { spawnFixture } from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { lines, spillLeftovers } from './harness.ts';

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { spawnFixture } from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';

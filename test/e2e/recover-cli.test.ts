@@ -5,8 +5,8 @@
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { CheckpointWriter } from '../../src/services/formats/spwc/writer.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 import { channelBytes, vector } from '../helpers/checkpoints.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { expectByteExact, lines, runCli, spillLeftovers } from './harness.ts';

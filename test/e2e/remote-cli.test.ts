@@ -6,7 +6,7 @@
  * file left and nothing secret printed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { join } from 'node:path';
 import { readdir } from 'node:fs/promises';
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';

@@ -13,7 +13,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { waitFor, type Child } from '../helpers/processes.ts';
 import { suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { makeTempRoot } from '../helpers/temp.ts';

@@ -10,7 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { channelBytes, suiteCheckpoint } from '../helpers/checkpoints.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { expectByteExact, spillLeftovers, spillwayBin } from './harness.ts';
 

@@ -7,7 +7,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { listFiles } from '../../src/services/fs.ts';
 import { listSpillRoot, type SpillRootListing } from '../../src/services/spill-root/listing.ts';
 import { suiteCheckpoint } from '../helpers/checkpoints.ts';

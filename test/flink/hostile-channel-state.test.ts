@@ -10,10 +10,10 @@ import { cp, mkdir, readFile, rm, stat, symlink, truncate, writeFile } from 'nod
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readFlinkMetadata } from '../../src/services/flink/metadata.ts';
-import type { FlinkChannelHandle } from '../../src/services/flink/metadata-types.ts';
-import { FlinkPaths } from '../../src/services/flink/paths.ts';
-import { readDelegateEntries } from '../../src/services/flink/channel-state.ts';
+import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
+import type { FlinkChannelHandle } from '../../src/services/formats/flink/metadata-types.ts';
+import { FlinkPaths } from '../../src/services/formats/flink/paths.ts';
+import { readDelegateEntries } from '../../src/services/formats/flink/channel-state.ts';
 import { CheckpointPathError, CorruptCheckpointError } from '../../src/services/errors.ts';
 import { expectCorruptAt, lines, runRecover, type Finished } from '../e2e/harness.ts';
 import { listFlinkFixtures, type FlinkFixture } from '../helpers/flink-expected.ts';

@@ -9,7 +9,7 @@
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readFlinkMetadata } from '../../src/services/flink/metadata.ts';
+import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
 import { listFlinkFixtures, type FlinkFixture } from '../helpers/flink-expected.ts';
 import { repoRoot, spawnTracked } from '../helpers/processes.ts';
 import { listSpill } from '../helpers/spill-root.ts';

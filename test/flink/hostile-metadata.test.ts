@@ -11,10 +11,10 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CorruptCheckpointError } from '../../src/services/errors.ts';
-import { listFlinkCheckpoint } from '../../src/services/flink/list.ts';
-import { parseMetadata, readFlinkMetadata } from '../../src/services/flink/metadata.ts';
-import { MetadataInput } from '../../src/services/flink/metadata-input.ts';
-import type { CheckpointByteSource } from '../../src/services/checkpoint/source.ts';
+import { listFlinkCheckpoint } from '../../src/services/formats/flink/list.ts';
+import { parseMetadata, readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
+import { MetadataInput } from '../../src/services/formats/flink/metadata-input.ts';
+import type { CheckpointByteSource } from '../../src/services/locations/source.ts';
 import { listFlinkFixtures } from '../helpers/flink-expected.ts';
 import {
   buildFlinkMetadataWithMarks,

@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CorruptCheckpointError, RemoteNotFoundError } from '../../src/services/errors.ts';
-import { listFlinkCheckpoint } from '../../src/services/flink/list.ts';
+import { listFlinkCheckpoint } from '../../src/services/formats/flink/list.ts';
 import { listFlinkFixtures } from '../helpers/flink-expected.ts';
 import { useS3Credentials } from '../helpers/remote.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3-server.ts';

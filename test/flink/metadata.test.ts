@@ -10,11 +10,11 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listFlinkCheckpoint } from '../../src/index.ts';
-import { readFlinkMetadata, resolveOperator } from '../../src/services/flink/metadata.ts';
+import { readFlinkMetadata, resolveOperator } from '../../src/services/formats/flink/metadata.ts';
 import type {
   FlinkChannelHandle,
   FlinkCheckpointMetadata,
-} from '../../src/services/flink/metadata-types.ts';
+} from '../../src/services/formats/flink/metadata-types.ts';
 import { UnknownOperatorError } from '../../src/services/errors.ts';
 import { listFlinkFixtures, type FlinkFixture } from '../helpers/flink-expected.ts';
 import {

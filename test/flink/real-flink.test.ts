@@ -15,7 +15,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyHash } from '../../src/services/flink/stream-element.ts';
+import { keyHash } from '../../src/services/formats/flink/stream-element.ts';
 import {
   keyGroupForKeyHash,
   operatorIndexForKeyGroup,

@@ -15,9 +15,9 @@ import {
   suppressedOf,
 } from '../../src/services/errors.ts';
 import { seam } from '../helpers/fault-seam.ts';
-import { readFlinkMetadata } from '../../src/services/flink/metadata.ts';
-import type { FlinkChannelHandle } from '../../src/services/flink/metadata-types.ts';
-import type { FlinkSelection } from '../../src/services/flink/entry-source.ts';
+import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
+import type { FlinkChannelHandle } from '../../src/services/formats/flink/metadata-types.ts';
+import type { FlinkSelection } from '../../src/services/formats/flink/entry-source.ts';
 import { pauseOn, settle } from '../helpers/async.ts';
 import {
   compareChannelFiles,

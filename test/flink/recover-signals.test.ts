@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { writeSpwcAsFlink, type SpwcAsFlink } from '../../bench/flink.ts';
 import { waitFor, type Child } from '../helpers/processes.ts';
 import { makeTempRoot, removeDir, tempDir } from '../helpers/temp.ts';

@@ -6,11 +6,11 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
-import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import {
   readCheckpoint,
   type ReadCheckpointOptions,
-} from '../../src/services/checkpoint/reader.ts';
+} from '../../src/services/formats/spwc/reader.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import { removeDir, tempDir } from './temp.ts';

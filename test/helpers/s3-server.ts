@@ -14,7 +14,7 @@ import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import S3rver from 's3rver';
-import { loadS3Sdk } from '../../src/services/checkpoint/s3-client.ts';
+import { loadS3Sdk } from '../../src/services/locations/s3-client.ts';
 import { removeDir, tempDir } from './temp.ts';
 
 /** s3rver's built-in account. */

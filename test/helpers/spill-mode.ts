@@ -7,9 +7,9 @@
  * handler. Each test file has its own module state, so the two never mix.
  */
 import { join } from 'node:path';
-import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import { makeRecordCheckpoint } from '../../src/services/checkpoint/record-generator.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
+import { makeRecordCheckpoint } from '../../src/services/formats/spwc/record-generator.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 import { channelKey } from '../../src/services/channel.ts';
 import type { RescaleOption } from '../../src/services/rescale/rescale-options.ts';
 import { referenceFilter, type V2Entry } from './rescale-reference.ts';

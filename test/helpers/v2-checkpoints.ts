@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import { startRecovery } from '../../src/recover.ts';
 import type { RecoveryReport } from '../../src/recovery-types.ts';
 import { channelKey } from '../../src/services/channel.ts';
-import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
+import { CheckpointWriter } from '../../src/services/formats/spwc/writer.ts';
 import type { RescaleOption } from '../../src/services/rescale/rescale-options.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import type { V2Entry } from './rescale-reference.ts';

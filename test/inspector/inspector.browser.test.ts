@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import type { DefRecord, InspectorRecord } from '../../inspector/protocol.ts';
 import { startInspectorServer } from '../../inspector/server.ts';
 import { startRecovery } from '../../src/recover.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';

@@ -14,7 +14,7 @@ import { CHROMIUM, hasChromium, launchChromium } from '../helpers/chromium.ts';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startInspectorServer, type InspectorServer } from '../../inspector/server.ts';
 import { startRecovery, type StartedRecovery } from '../../src/recover.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { spillLeftovers, waitFor } from '../e2e/harness.ts';
 
 if (!hasChromium) console.warn(`skipping the inspector layout test: ${CHROMIUM} is missing`);

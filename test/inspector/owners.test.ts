@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import type { OwnersRecord, ServerMessage } from '../../inspector/protocol.ts';
 import { startInspectorServer } from '../../inspector/server.ts';
 import { startRecovery } from '../../src/recover.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { makeTempRoot, spillLeftovers, waitFor } from '../e2e/harness.ts';
 
 let spillRoot: string;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import type { InspectorRecord, ServerMessage } from '../../inspector/protocol.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { makeTempRoot, spawnCli, spillLeftovers, waitFor, type Child } from '../e2e/harness.ts';
 
 /** The store holds a body after this much: enough for the fetch to have spilled some of it. */

@@ -25,7 +25,7 @@ import {
 } from '../../inspector/server.ts';
 import { sanitize } from '../../inspector/sanitize.ts';
 import { startRecovery } from '../../src/recover.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { FetchedChannelState } from '../../src/services/spill/fetched-state.ts';
 import { channelId } from '../../src/services/channel.ts';
 import { Drainer } from '../../src/services/spill/drainer.ts';

@@ -16,7 +16,7 @@ import {
   SpillEOFError,
   suppressedOf,
 } from '../../src/services/errors.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
 import { type FsOp } from '../../src/services/fs.ts';
 import { seam } from '../helpers/fault-seam.ts';

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CheckpointResult } from '../../src/recover.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 import { SMALL_LIMITS } from '../helpers/checkpoints.ts';
 import { FILTERING_TARGET, useSpillMode } from '../helpers/spill-mode.ts';
 import { parseRecords } from '../helpers/rescale-reference.ts';

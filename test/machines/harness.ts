@@ -13,7 +13,7 @@ import {
   type StartOptions as RecoverOptions,
   type StartedRecovery as Recovery,
 } from '../../src/recover.ts';
-import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import type { MadeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import type { ChannelConsumer } from '../../src/services/channel.ts';
 import { channelKey, type ChannelInfo } from '../../src/services/channel.ts';
 import { seam } from '../helpers/fault-seam.ts';

@@ -34,7 +34,7 @@ import {
 } from '../../src/services/errors.ts';
 import { type FsOp } from '../../src/services/fs.ts';
 import { seam, makeFsError } from '../helpers/fault-seam.ts';
-import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import type { MadeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import type { RescaleOption } from '../../src/services/rescale/rescale-options.ts';
 import type { ModelPath } from './paths.ts';
 import { INITIAL_STATE, stateKey } from './paths.ts';

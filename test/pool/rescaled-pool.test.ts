@@ -10,12 +10,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ALL_FAULTS } from '../../src/pool/faults.ts';
 import { readShape } from '../../src/pool/shape.ts';
 import { TaskManager } from '../../src/pool/task-manager.ts';
-import { makeRecordCheckpoint } from '../../src/services/checkpoint/record-generator.ts';
+import { makeRecordCheckpoint } from '../../src/services/formats/spwc/record-generator.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { referenceFilter, type V2Entry } from '../helpers/rescale-reference.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 
 afterEach(() => seam.resetFsSeam());
 

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { readdir } from 'node:fs/promises';
 import { makeTempRoot } from '../helpers/temp.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { seam, type FsHook } from '../helpers/fault-seam.ts';
 import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { spillFileName } from '../../src/services/spill/segment-format.ts';

@@ -8,7 +8,7 @@
  */
 import type { Scheduler } from 'fast-check';
 import { afterAll, beforeAll } from 'vitest';
-import type { MadeCheckpoint } from '../../src/services/checkpoint/generator.ts';
+import type { MadeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import type { SpillLimits } from '../../src/services/spill/limits.ts';
 import { type FsOp } from '../../src/services/fs.ts';
 import { seam } from '../helpers/fault-seam.ts';

@@ -16,7 +16,7 @@ import {
   suppressedOf,
 } from '../../src/services/errors.ts';
 import { seam } from '../helpers/fault-seam.ts';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 import { pauseOn, settle } from '../helpers/async.ts';
 import { startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-proxy.ts';
 import { startFileServer, type FileServer } from '../helpers/http-file-server.ts';

@@ -9,8 +9,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
-import type { RetryInfo, RetryPolicy } from '../../src/services/checkpoint/resume.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
+import type { RetryInfo, RetryPolicy } from '../../src/services/locations/resume.ts';
 import { crc32 } from '../../src/services/crc32.ts';
 import {
   AbortedError,

@@ -7,7 +7,7 @@
 import { utimes, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCheckpoint } from '../../src/services/checkpoint/reader.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
 import {
   CheckpointChangedError,
   CorruptCheckpointError,
@@ -18,7 +18,7 @@ import {
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-proxy.ts';
 import { etagOf, startFileServer, type FileServer } from '../helpers/http-file-server.ts';
-import type { RetryInfo } from '../../src/services/checkpoint/resume.ts';
+import type { RetryInfo } from '../../src/services/locations/resume.ts';
 import { waitFor } from '../helpers/processes.ts';
 import { expectSameBytes } from '../helpers/remote.ts';
 

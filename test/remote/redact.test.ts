@@ -3,10 +3,10 @@
  * secret environment variables are redacted in messages and in what the inspector sends.
  */
 import { describe, expect, it } from 'vitest';
-import { redactLocation, redactText } from '../../src/services/checkpoint/redact.ts';
+import { redactLocation, redactText } from '../../src/services/locations/redact.ts';
 import { sanitize, sanitizeError } from '../../inspector/sanitize.ts';
 import { RemoteNotFoundError } from '../../src/services/errors.ts';
-import { httpFetcher } from '../../src/services/checkpoint/http-source.ts';
+import { httpFetcher } from '../../src/services/locations/http-source.ts';
 
 const PRESIGNED =
   'https://bucket.s3.amazonaws.com/jobs/cp.spwc?X-Amz-Algorithm=AWS4-HMAC-SHA256' +

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RemoteAccessError, RemoteNotFoundError } from '../../src/services/errors.ts';
-import type { RemoteOptions } from '../../src/services/checkpoint/remote-options.ts';
+import type { RemoteOptions } from '../../src/services/locations/remote-options.ts';
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { startFaultProxy, type Fault } from '../helpers/fault-proxy.ts';
 import { S3_KEY_ID, S3_SECRET, startLocalS3, type LocalS3 } from '../helpers/s3-server.ts';

@@ -11,11 +11,11 @@ import {
   MAX_CHANNEL,
   MAX_ENTRY_LENGTH,
   MAX_GATE,
-} from '../../src/services/checkpoint/format.ts';
-import { CheckpointWriter } from '../../src/services/checkpoint/writer.ts';
+} from '../../src/services/formats/spwc/format.ts';
+import { CheckpointWriter } from '../../src/services/formats/spwc/writer.ts';
 import { channelKey } from '../../src/services/channel.ts';
-import { makeCheckpoint } from '../../src/services/checkpoint/generator.ts';
-import { readCheckpoint, type CheckpointSummary } from '../../src/services/checkpoint/reader.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
+import { readCheckpoint, type CheckpointSummary } from '../../src/services/formats/spwc/reader.ts';
 import {
   CheckpointPathError,
   CorruptCheckpointError,

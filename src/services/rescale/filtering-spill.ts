@@ -4,8 +4,8 @@
  * else about spilling is the {@link SpillWriter}'s: abort flag, discard, rotation, CRC,
  * hand-off and ownership are the same objects as without filtering.
  */
-import { CHECKPOINT_VERSION, entryHeaderBytes } from '../checkpoint/format.ts';
-import type { EntryVisitor } from '../checkpoint/entries.ts';
+import { CHECKPOINT_VERSION, entryHeaderBytes } from '../formats/spwc/format.ts';
+import type { EntryVisitor } from '../formats/entries.ts';
 import type { ChannelInfo } from '../channel.ts';
 import type { SpillWriter } from '../spill/spill-writer.ts';
 import { SEGMENT_HEADER_BYTES } from '../spill/segment-format.ts';

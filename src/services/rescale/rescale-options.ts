@@ -3,7 +3,7 @@
  * rule) or a custom `keep` predicate, checked once and turned into a parser's rules.
  */
 import { invalidOption } from '../option-error.ts';
-import { MAX_ENTRY_LENGTH } from '../checkpoint/format.ts';
+import { MAX_ENTRY_LENGTH } from '../formats/spwc/format.ts';
 import { DEFAULT_MAX_SEGMENT_BYTES, type SpillLimits } from '../spill/limits.ts';
 import {
   DEFAULT_KEY_BYTES,

@@ -3,9 +3,9 @@
  * code; the fetch machine runs it on the channel-IO executor and turns its callbacks into
  * ownership events.
  */
-import { readCheckpointEntries, type EntryVisitor } from '../checkpoint/entries.ts';
-import type { FlinkSelection } from '../flink/entry-source.ts';
-import { flinkRecordRules } from '../flink/stream-element.ts';
+import { readCheckpointEntries, type EntryVisitor } from '../formats/entries.ts';
+import type { FlinkSelection } from '../formats/flink/entry-source.ts';
+import { flinkRecordRules } from '../formats/flink/stream-element.ts';
 import { AbortedError, addSuppressed, isAbortConsequence } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
@@ -13,7 +13,7 @@ import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
 import { FilteringSpill, type RecordReport } from '../rescale/filtering-spill.ts';
 import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
-import type { RemoteOptions } from '../checkpoint/remote-options.ts';
+import type { RemoteOptions } from '../locations/remote-options.ts';
 
 export interface FetchStageInput {
   checkpoint: string;

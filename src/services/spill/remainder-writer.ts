@@ -5,14 +5,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
-import { CheckpointWriter } from '../checkpoint/writer.ts';
+import { CheckpointWriter } from '../formats/spwc/writer.ts';
 import { fsSeam } from '../fs.ts';
 import { addSuppressed, CheckpointOutError, errnoOf } from '../errors.ts';
 import { channelKey } from '../channel.ts';
 import type { SpillReader } from './spill-reader.ts';
-import { isRemoteLocation } from '../checkpoint/redact.ts';
-import type { S3Options } from '../checkpoint/remote-options.ts';
-import { deleteObject, uploadFile } from '../checkpoint/s3-upload.ts';
+import { isRemoteLocation } from '../locations/redact.ts';
+import type { S3Options } from '../locations/remote-options.ts';
+import { deleteObject, uploadFile } from '../locations/s3-upload.ts';
 import { tmpdir } from 'node:os';
 
 /** Where a remainder may go besides a local path: `s3://` (multipart upload). */

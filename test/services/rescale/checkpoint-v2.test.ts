@@ -6,8 +6,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readCheckpoint } from '../../../src/services/checkpoint/reader.ts';
-import { CheckpointWriter } from '../../../src/services/checkpoint/writer.ts';
+import { readCheckpoint } from '../../../src/services/formats/spwc/reader.ts';
+import { CheckpointWriter } from '../../../src/services/formats/spwc/writer.ts';
 import { CorruptCheckpointError } from '../../../src/services/errors.ts';
 import { vector } from '../../helpers/checkpoints.ts';
 import { settle } from '../../helpers/async.ts';

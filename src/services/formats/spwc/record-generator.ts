@@ -4,7 +4,7 @@
  * entries at random points (inside length fields too) and the entries of all virtual channels
  * interleaved. Same options and seed, same bytes.
  */
-import { AbortedError } from '../errors.ts';
+import { AbortedError } from '../../errors.ts';
 import { CHECKPOINT_VERSION_V2, MAX_CHANNEL, MAX_GATE, MAX_SUBTASK } from './format.ts';
 import { ChannelTotals, Xorshift128, writeOrDiscard, type MadeCheckpoint } from './generator.ts';
 import { CheckpointWriter } from './writer.ts';

@@ -3,10 +3,10 @@
  * payload to a visitor, one reused buffer at a time. Every byte goes through `fsSeam`, so
  * fault-injection tests reach all of it.
  */
-import { crc32, crc32Combine } from '../crc32.ts';
-import { AbortedError, CorruptCheckpointError } from '../errors.ts';
-import { closeAfter, openCheckpointSource, type SourceOptions } from './source.ts';
-import { isRemoteLocation, redactLocation } from './redact.ts';
+import { crc32, crc32Combine } from '../../crc32.ts';
+import { AbortedError, CorruptCheckpointError } from '../../errors.ts';
+import { closeAfter, openCheckpointSource, type SourceOptions } from '../../locations/source.ts';
+import { isRemoteLocation, redactLocation } from '../../locations/redact.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,

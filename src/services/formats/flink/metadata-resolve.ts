@@ -3,8 +3,8 @@
  * digits), else by uid, else by name (uid and name are in metadata v5+ only). An unknown or
  * ambiguous name is bad input listing the candidates, so the user can pick one.
  */
-import { redactLocation } from '../checkpoint/redact.ts';
-import { UnknownOperatorError } from '../errors.ts';
+import { redactLocation } from '../../locations/redact.ts';
+import { UnknownOperatorError } from '../../errors.ts';
 import type { FlinkCheckpointMetadata, FlinkOperatorState } from './metadata-types.ts';
 
 /**

@@ -6,7 +6,7 @@
  * `int32 gate, int32 channel, int32 length, uint32 crc32(payload), payload`; a v2 entry is led
  * by `int32 subtask` (the old subtask that wrote it) before `gate`.
  */
-import type { CorruptCheckpointError } from '../errors.ts';
+import type { CorruptCheckpointError } from '../../errors.ts';
 
 /**
  * The four magic bytes every checkpoint starts with.

@@ -1,9 +1,9 @@
 /**
  * The checkpoint writer: SPWC v1 and v2 files entry by entry, with coalesced, double-buffered writes.
  */
-import { crc32 } from '../crc32.ts';
-import { MisuseError, addSuppressed } from '../errors.ts';
-import { fsSeam, type SeamFile } from '../fs.ts';
+import { crc32 } from '../../crc32.ts';
+import { MisuseError, addSuppressed } from '../../errors.ts';
+import { fsSeam, type SeamFile } from '../../fs.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_MAGIC,

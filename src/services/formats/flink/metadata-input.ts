@@ -9,8 +9,8 @@
  * - counts: {@link MetadataInput.checkCount} refuses a count whose smallest possible encoding
  *   does not fit in what remains, so a declared 2^31−1 handles fails at once.
  */
-import { AbortedError, CorruptCheckpointError } from '../errors.ts';
-import type { CheckpointByteSource } from '../checkpoint/source.ts';
+import { AbortedError, CorruptCheckpointError } from '../../errors.ts';
+import type { CheckpointByteSource } from '../../locations/source.ts';
 
 /** The largest window: a `writeUTF` string (up to 65,535 bytes) always fits in one. */
 const MAX_WINDOW = 256 * 1024;

@@ -6,10 +6,14 @@
  */
 import { join } from 'node:path';
 import { fsSeam } from '../fs.ts';
-import { readCheckpoint, type CheckpointVisitor, type ReadCheckpointOptions } from './reader.ts';
-import { isRemoteLocation } from './redact.ts';
-import { openCheckpointSource, type SourceOptions } from './source.ts';
-import type { FlinkSelection, FlinkSourceInfo } from '../flink/entry-source.ts';
+import {
+  readCheckpoint,
+  type CheckpointVisitor,
+  type ReadCheckpointOptions,
+} from './spwc/reader.ts';
+import { isRemoteLocation } from '../locations/redact.ts';
+import { openCheckpointSource, type SourceOptions } from '../locations/source.ts';
+import type { FlinkSelection, FlinkSourceInfo } from './flink/entry-source.ts';
 
 /** The formats the seam reads. */
 export type CheckpointFormat = 'spwc-v1' | 'spwc-v2' | 'flink';
@@ -80,7 +84,7 @@ export async function readCheckpointEntries(
   }
   try {
     // Flink's reader is loaded when a Flink checkpoint is read, not when the package is imported.
-    const { readFlinkEntries } = await import('../flink/entry-source.ts');
+    const { readFlinkEntries } = await import('./flink/entry-source.ts');
     const summary = await readFlinkEntries(location, flink, visitor, {
       readChunkBytes: spwc.readChunkBytes,
       signal: spwc.signal,

@@ -7,13 +7,13 @@
  * dropped. Each element arrives framed `[int32 length][element]`, which the shared record
  * parser cuts; this file only decides.
  */
-import { KEY_HASH_SEED, hashKeyBytes, operatorForKeyHash } from '../rescale/key-groups.ts';
+import { KEY_HASH_SEED, hashKeyBytes, operatorForKeyHash } from '../../rescale/key-groups.ts';
 import {
   DEFAULT_MAX_RECORD_BYTES,
   RecordShapeError,
   type RecordRules,
-} from '../rescale/record-parser.ts';
-import { resolveRescaleTarget, type RescaleOption } from '../rescale/rescale-options.ts';
+} from '../../rescale/record-parser.ts';
+import { resolveRescaleTarget, type RescaleOption } from '../../rescale/rescale-options.ts';
 import type { FlinkKey } from './entry-source.ts';
 
 /** `StreamElementSerializer`'s tags. */

@@ -7,15 +7,15 @@
  * of the selected entries and ends at the earliest of its chunk size, the next selected entry,
  * and what its handle can still hold.
  */
-import { crc32 } from '../crc32.ts';
-import { AbortedError, CorruptCheckpointError } from '../errors.ts';
+import { crc32 } from '../../crc32.ts';
+import { AbortedError, CorruptCheckpointError } from '../../errors.ts';
 import {
   closeAfter,
   openCheckpointSource,
   type CheckpointByteSource,
   type SourceOptions,
-} from '../checkpoint/source.ts';
-import type { CheckpointVisitor } from '../checkpoint/reader.ts';
+} from '../../locations/source.ts';
+import type { CheckpointVisitor } from '../spwc/reader.ts';
 import type { FlinkChannelHandle } from './metadata-types.ts';
 import type { DelegateLocation } from './paths.ts';
 

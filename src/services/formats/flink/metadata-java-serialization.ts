@@ -10,7 +10,7 @@
  * An `Externalizable` class without block-data mode, or an exception marker, is refused (neither
  * can be walked without the class; CheckpointProperties has neither).
  */
-import { CorruptCheckpointError } from '../errors.ts';
+import { CorruptCheckpointError } from '../../errors.ts';
 import type { MetadataInput } from './metadata-input.ts';
 
 const STREAM_MAGIC = 0xaced;

@@ -10,10 +10,10 @@
  * memory is bounded by the file, never by a count or length it declares (see metadata-input.ts).
  */
 import { join } from 'node:path';
-import { fsSeam } from '../fs.ts';
-import { RemoteNotFoundError } from '../errors.ts';
-import { openCheckpointSource, type CheckpointByteSource } from '../checkpoint/source.ts';
-import { isRemoteLocation, redactLocation } from '../checkpoint/redact.ts';
+import { fsSeam } from '../../fs.ts';
+import { RemoteNotFoundError } from '../../errors.ts';
+import { openCheckpointSource, type CheckpointByteSource } from '../../locations/source.ts';
+import { isRemoteLocation, redactLocation } from '../../locations/redact.ts';
 import { MetadataInput } from './metadata-input.ts';
 import {
   readChannelHandleV1,

@@ -6,10 +6,10 @@
  * the same `onEntry`/`onPayload` calls an SPWC file gives, so spilling, filtering, hand-off
  * and every guarantee stay one code path.
  */
-import type { CheckpointVisitor } from '../checkpoint/reader.ts';
-import type { SourceOptions } from '../checkpoint/source.ts';
-import { redactLocation } from '../checkpoint/redact.ts';
-import { AbortedError, UnknownOperatorError } from '../errors.ts';
+import type { CheckpointVisitor } from '../spwc/reader.ts';
+import type { SourceOptions } from '../../locations/source.ts';
+import { redactLocation } from '../../locations/redact.ts';
+import { AbortedError, UnknownOperatorError } from '../../errors.ts';
 import {
   readDelegateEntries,
   CHANNEL_STATE_INT_BYTES,

@@ -3,7 +3,7 @@
  * per subtask how many input channels and result subpartitions have a channel-state handle and
  * how many bytes those hold, as Flink's `getStateSize()` counts them (entry lengths included).
  */
-import { CancelledError, SpillwayError, ours } from '../errors.ts';
+import { CancelledError, SpillwayError, ours } from '../../errors.ts';
 import type {
   FlinkChannelHandle,
   FlinkCheckpointMetadata,

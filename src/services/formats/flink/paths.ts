@@ -9,9 +9,9 @@
  */
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CheckpointPathError, errnoOf } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
-import { isRemoteLocation, redactLocation } from '../checkpoint/redact.ts';
+import { CheckpointPathError, errnoOf } from '../../errors.ts';
+import { fsSeam } from '../../fs.ts';
+import { isRemoteLocation, redactLocation } from '../../locations/redact.ts';
 import type { FlinkStreamHandle } from './metadata-types.ts';
 
 /** One `--relocate FROM=TO`: a path prefix as written in the checkpoint, and where it is now. */

@@ -11,7 +11,7 @@
  *   m.operators.flatMap((o) => o.subtasks.flatMap((s) => s.inputChannels));
  * ```
  */
-import type { RemoteOptions } from '../checkpoint/remote-options.js';
+import type { RemoteOptions } from '../../locations/remote-options.js';
 
 /** Where a stream handle's bytes are. Inline bytes are NOT copied: they are a range of _metadata. */
 export type FlinkStreamHandle =

@@ -2,7 +2,7 @@
  * A deterministic checkpoint generator for tests, the demo and the bench: the same options and
  * seed give the same bytes on every platform.
  */
-import { AbortedError, cleanUpOnFailure } from '../errors.ts';
+import { AbortedError, cleanUpOnFailure } from '../../errors.ts';
 import { MAX_CHANNEL, MAX_ENTRY_LENGTH, MAX_GATE } from './format.ts';
 import { CheckpointWriter } from './writer.ts';
 
