@@ -1,4 +1,4 @@
-/** `spillway inspect [--port P] [--demo [--tasks N] [--concurrency N]] [--stately]` */
+/** `spillway inspect [--port P] [--demo [--tasks N] [--concurrency N] [--wait-for-page]] [--stately]` */
 import { runDemoLoop } from '../../inspector/demo-loop.ts';
 import {
   InspectorServerError,
@@ -9,7 +9,8 @@ import { intOption, parse, UsageError } from './args.ts';
 import type { Io } from './io.ts';
 import { trapSignals } from './signals.ts';
 
-export const usage = `usage: spillway inspect [--port P] [--demo [--tasks N] [--concurrency N]] [--stately]
+export const usage = `usage: spillway inspect [--port P] [--demo [--tasks N] [--concurrency N] [--wait-for-page]]
+                        [--stately]
 
 Serves the live inspector page on http://127.0.0.1:P/ (default: a free port) until Ctrl-C.
 The page works offline: it loads nothing from the internet.

@@ -24,22 +24,28 @@ const commands: Record<string, () => Promise<Command>> = {
   flink: () => import('./flink.ts'),
 };
 
-export const usage = `usage: spillway [COMMAND] [OPTIONS]
+export const usage = `usage: spillway COMMAND [OPTIONS]
 
-Recovers spilled channel state the way Apache Flink does (fetch → gap → drain), as XState
-actors, and leaves no spill file behind on any ending.
+Reads what an Apache Flink checkpoint holds in flight (the channel state of unaligned
+checkpoints) and extracts it outside the JVM: from a local dir, http(s):// or s3://. Every
+recovery runs Flink's fetch → gap → drain steps and leaves no spill file behind on any ending.
 
-commands:
-  demo        (default) a pool of tasks in recovery-failure loops, every fault injected
-  checkpoint  make a test checkpoint: spillway checkpoint make --out FILE
-  recover     recover a checkpoint into per-channel files
+Flink checkpoints:
+  flink       list what a checkpoint holds in flight: spillway flink ls CHECKPOINT
+  recover     extract a subtask's channel state into one file per channel:
+              spillway recover CHECKPOINT --operator OP --subtask N --out DIR
+
+Also:
+  checkpoint  make a test checkpoint (SPWC): spillway checkpoint make --out FILE
   sweep       remove spill files of dead processes
-  soak        the demo pool, seeded, checking for leaks of files, heap and fds
   inspect     serve the live inspector page
+  demo        (default) a pool of tasks in recovery-failure loops, every fault injected, to
+              show that no spill file survives any ending
+  soak        the demo pool, seeded, checking for leaks of files, heap and fds
   bench       measure spill, drain, orchestration and cleanup against raw I/O
-  flink       list a Flink checkpoint's operators and channel state: spillway flink ls CHECKPOINT
 
-'spillway COMMAND --help' shows a command's options; 'spillway --version' the version.
+'spillway help COMMAND' (or 'spillway COMMAND --help') shows a command's options;
+'spillway --version' the version. docs/flink.md walks through a Flink checkpoint.
 
 Exit codes: 0 ok · 1 failed (first cause printed) · 2 bad input or usage · 128+n after signal n
 `;
@@ -54,7 +60,15 @@ export async function main(argv: string[], given: Io = stdio): Promise<number> {
   }
   const [first, ...rest] = argv;
   if (first === '--help' || first === '-h' || first === 'help') {
-    io.out.write(usage);
+    // `spillway help recover` is `spillway recover --help`, as git and npm do it.
+    const topic = first === 'help' ? rest.find((a) => !a.startsWith('-')) : undefined;
+    if (topic === undefined) {
+      io.out.write(usage);
+      return 0;
+    }
+    const load = commands[topic];
+    if (load === undefined) return unknownCommand(io, topic, rest.includes('--json'));
+    io.out.write((await load()).usage);
     return 0;
   }
   if (first === '--version' || first === '-V' || first === 'version') {
@@ -65,14 +79,20 @@ export async function main(argv: string[], given: Io = stdio): Promise<number> {
   const args = first === undefined || first.startsWith('-') ? argv : rest;
   const json = args.includes('--json');
   const load = commands[name];
-  if (load === undefined) {
-    const hint = didYouMean(name, Object.keys(commands));
-    return reportError(io, new UsageError(`unknown command '${name}'${hint}`), 'help', json);
-  }
+  if (load === undefined) return unknownCommand(io, name, json);
   try {
     const command = await load();
     return await command.run(args, io);
   } catch (error) {
     return reportError(io, error, name, json);
   }
+}
+
+/** An unknown command names the closest one and points at the top-level help. */
+function unknownCommand(io: Io, name: string, json: boolean): number {
+  const hint = didYouMean(name, Object.keys(commands));
+  const error = new UsageError(`unknown command '${name}'${hint}`);
+  if (json) return reportError(io, error, 'help', json);
+  io.err.write(`spillway: ${error.message} (see 'spillway --help')\n`);
+  return 2;
 }

@@ -162,7 +162,7 @@ describe('spillway usage', () => {
   });
 
   const helpCases: [string, string[], RegExp][] = [
-    ['spillway --help', ['--help'], /^usage: spillway \[COMMAND\]/],
+    ['spillway --help', ['--help'], /^usage: spillway COMMAND/],
     ['spillway recover --help', ['recover', '--help'], /^usage: spillway recover CHECKPOINT/],
     ['spillway checkpoint --help', ['checkpoint', '--help'], /^usage: spillway checkpoint make/],
     [
