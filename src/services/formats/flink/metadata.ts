@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { fsSeam } from '../../fs.ts';
 import { RemoteNotFoundError } from '../../errors.ts';
 import { openCheckpointSource, type CheckpointByteSource } from '../../locations/source.ts';
-import { isRemoteLocation, redactLocation } from '../../locations/redact.ts';
+import { redactLocation } from '../../locations/redact.ts';
+import { isRemoteLocation } from '../../locations/schemes.ts';
 import { MetadataInput } from './metadata-input.ts';
 import {
   readChannelHandleV1,
