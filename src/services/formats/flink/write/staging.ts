@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { basename, dirname, relative, resolve, isAbsolute } from 'node:path';
 import { RewriteRefusedError, errnoOf } from '../../../errors.ts';
 import { fsSeam } from '../../../fs.ts';
-import { isRemoteLocation } from '../../../locations/redact.ts';
+import { isRemoteLocation } from '../../../locations/schemes.ts';
 
 /** A staging directory for NEWDIR. */
 export interface Staging {
