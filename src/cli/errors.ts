@@ -7,6 +7,7 @@ import {
   OutputExistsError,
   RemoteNotFoundError,
   RemoteUnsupportedError,
+  RewriteRefusedError,
   SpillRootError,
   UnknownOperatorError,
   suppressedOf,
@@ -26,6 +27,7 @@ function isBadInput(error: unknown): boolean {
     error instanceof OutputExistsError ||
     error instanceof RemoteNotFoundError ||
     error instanceof RemoteUnsupportedError ||
+    error instanceof RewriteRefusedError ||
     error instanceof UnknownOperatorError
   ) {
     return true;
