@@ -22,6 +22,7 @@ const commands: Record<string, () => Promise<Command>> = {
   sweep: () => import('./sweep.ts'),
   bench: () => import('./bench.ts'),
   flink: () => import('./flink.ts'),
+  tour: () => import('./tour.ts'),
 };
 
 export const usage = `usage: spillway COMMAND [OPTIONS]
@@ -36,6 +37,7 @@ Flink checkpoints:
               spillway recover CHECKPOINT --operator OP --subtask N --out DIR
 
 Also:
+  tour        a short walk through a real Flink checkpoint shipped with Spillway ('npm start')
   checkpoint  make a test checkpoint (SPWC): spillway checkpoint make --out FILE
   sweep       remove spill files of dead processes
   inspect     serve the live inspector page

@@ -12,7 +12,8 @@ import { remoteOptionsFromEnv } from './remote-env.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, table, type Io } from './io.ts';
 import { trapSignals, type SignalScope } from './signals.ts';
-import { oneLine, reportError } from './errors.ts';
+import { reportError } from './errors.ts';
+import { oneLine } from './terminal-text.ts';
 import { RecoverProgress } from './progress-text.ts';
 import {
   recordRows,
@@ -181,7 +182,8 @@ function libraryOptions(
     checkpoint: args.checkpoint,
     out: args.outDir,
     overwrite: args.overwrite,
-    log: (line) => void (process.env.SPILLWAY_DEBUG ? io.err.write(`${line}\n`) : undefined),
+    log: (line) =>
+      void (process.env.SPILLWAY_DEBUG ? io.err.write(`${oneLine(line)}\n`) : undefined),
     notice: (line) => void io.err.write(`${oneLine(line)}\n`),
     spillRoot: args.spillRoot,
     signal,
@@ -223,7 +225,7 @@ function printResult(
   if (args.json) printJson(io, result);
   else {
     io.err.write(
-      `recovered ${shown}\n` +
+      `recovered ${oneLine(shown)}\n` +
         table([
           ['channels', result.channels],
           ['bytes', `${result.bytes} (${mib(result.bytes)})`],
@@ -232,7 +234,7 @@ function printResult(
           ...recordRows(report.records),
           ['time', `${result.durationMs} ms`],
           ...(result.retries > 0 ? [['retries', result.retries] as [string, number]] : []),
-          ['out', outDir],
+          ['out', oneLine(outDir)],
           ...(replaced.length > 0 ? [['replaced', replaced.length] as [string, number]] : []),
         ]),
     );
@@ -240,8 +242,9 @@ function printResult(
   if (stale.length > 0) {
     // Never deleted (they are not this run's), but never silently mixed in either.
     io.err.write(
-      `spillway recover: ${outDir} also holds ${stale.length} channel file(s) this checkpoint ` +
-        `does not name, left as they were: ${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', …' : ''}\n`,
+      `spillway recover: ${oneLine(outDir)} also holds ${stale.length} channel file(s) this ` +
+        `checkpoint does not name, left as they were: ${oneLine(stale.slice(0, 3).join(', '))}` +
+        `${stale.length > 3 ? ', …' : ''}\n`,
     );
   }
 }

@@ -8,7 +8,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { ChannelConsumer } from './channel.ts';
-import { toError } from './errors.ts';
+import { MisuseError, toError } from './errors.ts';
 
 /**
  * What `channels(info)` may return: a consumer, a Node `Writable`, or a web `WritableStream`.
@@ -42,7 +42,8 @@ function isWebWritable(target: object): target is WritableStream<Uint8Array> {
 /**
  * The consumer for `target`: itself if it is one, an adapter if it is a stream.
  *
- * @throws TypeError when `target` is none of the three.
+ * @throws MisuseError (`ERR_SPILLWAY_MISUSE`) when `target` is none of the three: a mistake in
+ *   the caller's `channels`, not a fault of Spillway's (it was reported as an internal error).
  * @example
  * ```ts
  * const consumer = toChannelConsumer(createWriteStream('out.bin'));
@@ -52,16 +53,19 @@ function isWebWritable(target: object): target is WritableStream<Uint8Array> {
  */
 export function toChannelConsumer(target: ChannelTarget): ChannelConsumer | StreamConsumer {
   if (target === null || typeof target !== 'object') {
-    throw new TypeError(
-      `channels(info) must return a ChannelConsumer, a Writable or a WritableStream; got ${target === null ? 'null' : typeof target}`,
+    throw new MisuseError(
+      `channels(info) returned ${target === null ? 'null' : typeof target}; it must return a ChannelConsumer ({ onBuffer, onFinished }), a Writable or a WritableStream`,
     );
   }
   if (isNodeWritable(target)) return new NodeWritableConsumer(target);
   if (isWebWritable(target)) return new WebWritableConsumer(target);
   const c = target as ChannelConsumer;
   if (typeof c.onBuffer === 'function' && typeof c.onFinished === 'function') return c;
-  throw new TypeError(
-    'channels(info) must return a ChannelConsumer ({ onBuffer, onFinished }), a Writable or a WritableStream',
+  const has = Object.keys(c).filter(
+    (k) => typeof (c as unknown as Record<string, unknown>)[k] === 'function',
+  );
+  throw new MisuseError(
+    `channels(info) returned an object with ${has.length > 0 ? `only ${has.join(', ')}` : 'no methods'}; it must return a ChannelConsumer ({ onBuffer, onFinished }), a Writable or a WritableStream`,
   );
 }
 

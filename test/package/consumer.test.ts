@@ -460,6 +460,20 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
     expect(Object.keys(deps.dependencies)).not.toContain('typescript');
   });
 
+  it('examples/ ships: its Flink example and `spillway tour` run from the installed package on the shipped real checkpoint', async () => {
+    const installedDir = join(app, 'node_modules', 'spillway');
+    const example = await run(process.execPath, [
+      join(installedDir, 'examples', 'flink-channels.mjs'),
+    ]);
+    expect(example.stderr).toBe('');
+    expect(example.stdout.trim().split('\n').at(-1)).toBe(
+      '3344 bytes in flight into slow-join subtask 0',
+    );
+    const tour = await run(join(app, 'node_modules', '.bin', 'spillway'), ['tour']);
+    expect(tour.code, tour.stderr).toBe(0);
+    expect(tour.stdout).toMatch(/gate-0-channel-1\.bin {2}2571 bytes/);
+  });
+
   it("installing prints no warning about the package's own scripts and does not pull the AWS SDK", async () => {
     const printed = `${installRun!.stdout}\n${installRun!.stderr}`;
     const warnings = printed.split('\n').filter((l) => /warn/i.test(l) && /spillway/i.test(l));

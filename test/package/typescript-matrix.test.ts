@@ -2,7 +2,8 @@
  * DESIGN §6: a strict `nodenext` consumer compiles against the package's declarations with
  * TypeScript 5.0, 5.9 and 7.x, as ESM and as CommonJS, with and without `"types"` set, and no
  * other config (no `lib`, no `skipLibCheck`): the declarations reference the Node types they
- * use. Each TypeScript is installed once into a temp dir from the npm cache (or the registry).
+ * use, and the app installs nothing but the package (npm brings `@types/node`, a peer
+ * dependency). Each TypeScript is installed once into a temp dir from the npm cache (or the registry).
  * A CommonJS consumer loads the ESM package with `await import()`, which every version types;
  * a static `import`/`require()` of it needs TypeScript ≥ 5.8 (README § Install).
  */
@@ -66,63 +67,29 @@ void main();
 
 let work = '';
 let app = '';
-const started = Date.now();
+/** The app of the TypeScript versions older than the newest @types/node supports. */
+let appOldTs = '';
+const OLD_TS = new Set<string>(['5.0.4']);
 
-beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'spillway-tsmatrix-'));
-  app = join(work, 'app');
-  await mkdir(app);
-  const built = await readFile(join(repo, 'dist', 'src', 'index.js'), 'utf8').catch(() => '');
-  if (built === '') throw new Error('dist/ is missing: run `npm run build` (npm test does)');
-  const packed = await npm(
-    ['pack', '--ignore-scripts', '--json', '--pack-destination', work],
-    repo,
-  );
-  const [info] = JSON.parse(packed.stdout) as { filename: string }[];
-  const types = (
-    JSON.parse(
-      await readFile(join(repo, 'node_modules', '@types/node', 'package.json'), 'utf8'),
-    ) as {
-      version: string;
-    }
-  ).version;
+/** An app with `deps` installed and the four consumers (ESM/CommonJS × with/without "types"). */
+async function makeApp(dir: string, deps: string[]): Promise<void> {
+  await mkdir(dir);
   await writeFile(
-    join(app, 'package.json'),
+    join(dir, 'package.json'),
     JSON.stringify({ name: 'tsmatrix-app', private: true }),
   );
-  await npm(
-    [
-      'install',
-      '--prefer-offline',
-      '--no-audit',
-      join(work, info!.filename),
-      `@types/node@${types}`,
-    ],
-    app,
-  );
-  // Each TypeScript in a dir of its own, so one app's node_modules serves them all.
-  await Promise.all(
-    VERSIONS.map(async (v) => {
-      const dir = join(work, `ts-${v}`);
-      await mkdir(dir);
-      await writeFile(
-        join(dir, 'package.json'),
-        JSON.stringify({ name: `ts-${v}`, private: true }),
-      );
-      await npm(['install', '--prefer-offline', '--no-audit', `typescript@${v}`], dir);
-    }),
-  );
+  await npm(['install', '--prefer-offline', '--no-audit', ...deps], dir);
   for (const kind of ['esm', 'cjs'] as const) {
     for (const withTypes of [true, false]) {
-      const dir = join(app, `${kind}-${withTypes ? 'types' : 'notypes'}`);
-      await mkdir(dir);
+      const consumer = join(dir, `${kind}-${withTypes ? 'types' : 'notypes'}`);
+      await mkdir(consumer);
       await writeFile(
-        join(dir, 'package.json'),
+        join(consumer, 'package.json'),
         JSON.stringify({ type: kind === 'esm' ? 'module' : 'commonjs' }),
       );
-      await writeFile(join(dir, 'main.ts'), kind === 'esm' ? ESM_SOURCE : CJS_SOURCE);
+      await writeFile(join(consumer, 'main.ts'), kind === 'esm' ? ESM_SOURCE : CJS_SOURCE);
       await writeFile(
-        join(dir, 'tsconfig.json'),
+        join(consumer, 'tsconfig.json'),
         JSON.stringify({
           compilerOptions: {
             module: 'nodenext',
@@ -137,6 +104,45 @@ beforeAll(async () => {
       );
     }
   }
+}
+const started = Date.now();
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'spillway-tsmatrix-'));
+  app = join(work, 'app');
+  appOldTs = join(work, 'app-old-ts');
+  const built = await readFile(join(repo, 'dist', 'src', 'index.js'), 'utf8').catch(() => '');
+  if (built === '') throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  const packed = await npm(
+    ['pack', '--ignore-scripts', '--json', '--pack-destination', work],
+    repo,
+  );
+  const [info] = JSON.parse(packed.stdout) as { filename: string }[];
+  // A fresh app installs the tarball and nothing else: the Node types the declarations use come
+  // with it (a peer dependency npm installs), as the README says (issue 32). The newest
+  // @types/node supports TypeScript ≥ 5.6 (DefinitelyTyped's two-year window), so the TypeScript
+  // 5.0 app pins the @types/node of Node 20, as the README tells such users to.
+  const tarball = join(work, info!.filename);
+  const types = (
+    JSON.parse(
+      await readFile(join(repo, 'node_modules', '@types/node', 'package.json'), 'utf8'),
+    ) as { version: string }
+  ).version;
+  await Promise.all([
+    makeApp(app, [tarball]),
+    makeApp(appOldTs, [tarball, `@types/node@${types}`]),
+    ...VERSIONS.map(async (v) => {
+      const dir = join(work, `ts-${v}`);
+      await mkdir(dir);
+      await writeFile(
+        join(dir, 'package.json'),
+        JSON.stringify({ name: `ts-${v}`, private: true }),
+      );
+      await npm(['install', '--prefer-offline', '--no-audit', `typescript@${v}`], dir);
+    }),
+  ]);
+  // Nobody asked for @types/node in the fresh app: it came as the package's peer.
+  await readFile(join(app, 'node_modules', '@types', 'node', 'package.json'));
 }, 600_000);
 
 afterAll(async () => {
@@ -150,7 +156,10 @@ describe('the declarations compile for a strict nodenext consumer', () => {
       for (const withTypes of [true, false]) {
         it(`TypeScript ${v}, ${kind === 'esm' ? 'ESM' : 'CommonJS'}, ${withTypes ? 'with' : 'without'} "types"`, async () => {
           const tsc = join(work, `ts-${v}`, 'node_modules', 'typescript', 'bin', 'tsc');
-          const dir = join(app, `${kind}-${withTypes ? 'types' : 'notypes'}`);
+          const dir = join(
+            OLD_TS.has(v) ? appOldTs : app,
+            `${kind}-${withTypes ? 'types' : 'notypes'}`,
+          );
           const result = await run(process.execPath, [tsc, '-p', dir], dir);
           expect(result.stdout + result.stderr).toBe('');
           expect(result.code).toBe(0);

@@ -11,7 +11,7 @@ import {
   type CheckpointVisitor,
   type ReadCheckpointOptions,
 } from './spwc/reader.ts';
-import { isRemoteLocation } from '../locations/redact.ts';
+import { isRemoteLocation } from '../locations/schemes.ts';
 import { openCheckpointSource, type SourceOptions } from '../locations/source.ts';
 import type { FlinkSelection, FlinkSourceInfo } from './flink/entry-source.ts';
 

@@ -19,6 +19,7 @@ import {
   RemoteUnsupportedError,
 } from '../errors.ts';
 import { redactLocation, redactText } from './redact.ts';
+import { parseRemote, type RemoteUrl } from './schemes.ts';
 import type { RangeFetcher, RangeResponse } from './resume.ts';
 
 /** An HTTP answer retrying may change: a server busy or failing, a proxy timing out. */
@@ -29,6 +30,16 @@ function transientStatus(status: number): boolean {
 /** Thrown for a status retrying may change; `isTransient` recognises it. */
 class TransientStatus extends Error {}
 
+/** Options of {@link httpFetcher}. */
+export interface HttpFetcherOptions {
+  /**
+   * `'follow'` (default): redirects are followed (the user named this URL). `'refuse'`: a
+   * redirect is an error — for files a Flink checkpoint names, confined to their roots (a
+   * redirect could lead anywhere, another host included).
+   */
+  redirects?: 'follow' | 'refuse';
+}
+
 /**
  * The {@link RangeFetcher} of an `http(s)://` URL.
  *
@@ -37,7 +48,7 @@ class TransientStatus extends Error {}
  * const source = await openResumable(httpFetcher('https://store/cp.spwc?X-Amz-Signature=…'));
  * ```
  */
-export function httpFetcher(url: string): RangeFetcher {
+export function httpFetcher(url: string, options: HttpFetcherOptions = {}): RangeFetcher {
   const location = redactLocation(url);
   const { target, authorization } = splitCredentials(url, location);
   return {
@@ -53,7 +64,8 @@ export function httpFetcher(url: string): RangeFetcher {
       if (etag !== undefined && !isWeakEtag(etag)) headers['if-match'] = etag;
       let response: Response;
       try {
-        response = await fetch(target, { headers, signal, redirect: 'follow' });
+        const redirect = options.redirects === 'refuse' ? 'manual' : 'follow';
+        response = await fetch(target, { headers, signal, redirect });
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         // undici's "fetch failed" hides the errno in its cause.
@@ -69,6 +81,14 @@ export function httpFetcher(url: string): RangeFetcher {
       const cancel = () => void response.body?.cancel().catch(() => undefined);
       if (status !== 200 && status !== 206) {
         cancel();
+        if (status >= 300 && status < 400 && options.redirects === 'refuse') {
+          // A file a checkpoint names is read where the confinement judged it, nowhere else.
+          throw new RemoteUnsupportedError(
+            location,
+            `the server redirected (HTTP ${status}); a file a Flink checkpoint names is read ` +
+              'only where it lies under the allowed roots, so redirects are not followed',
+          );
+        }
         if (status === 412) {
           throw new CheckpointChangedError(location, start, etag ?? '(none)', 'another (HTTP 412)');
         }
@@ -140,34 +160,25 @@ function encodingOf(response: Response): string | undefined {
 
 /**
  * The URL fetch is given and the `Authorization` header for its user info: fetch refuses a URL
- * with credentials (a raw TypeError), so they travel as Basic auth, percent-decoded. The user
- * info is cut out of the text as it is (no re-serialisation that could change a signed query);
- * undici drops the header on a redirect to another origin.
+ * with credentials (a raw TypeError), so they travel as Basic auth, percent-decoded and with
+ * their case kept (only the scheme and the host are case-insensitive). The URL is the one the
+ * parser gives, which is what fetch would request anyway.
  */
 function splitCredentials(
   url: string,
   location: string,
 ): { target: string; authorization?: string } {
-  const m = /^(https?:\/\/)([^/?#]*)@/i.exec(url);
-  if (m === null) return { target: url };
-  const userInfo = m[2]!;
-  const colon = userInfo.indexOf(':');
-  let user: string;
+  let parsed: RemoteUrl;
   try {
-    user =
-      colon < 0
-        ? `${decodeURIComponent(userInfo)}:`
-        : `${decodeURIComponent(userInfo.slice(0, colon))}:${decodeURIComponent(userInfo.slice(colon + 1))}`;
+    parsed = parseRemote(url);
   } catch (error) {
-    throw new RemoteUnsupportedError(
-      location,
-      'the user info of the URL is not valid percent-encoding',
-      { cause: error },
-    );
+    throw new RemoteUnsupportedError(location, (error as Error).message, { cause: error });
   }
+  const c = parsed.credentials;
+  if (c === undefined) return { target: parsed.href };
   return {
-    target: m[1]! + url.slice(m[0].length),
-    authorization: `Basic ${Buffer.from(user, 'utf8').toString('base64')}`,
+    target: parsed.href,
+    authorization: `Basic ${Buffer.from(`${c.user}:${c.password}`, 'utf8').toString('base64')}`,
   };
 }
 

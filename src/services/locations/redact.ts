@@ -4,6 +4,8 @@
  * credential chain's secrets live in the environment. Every message, log line and inspector
  * field that names a remote checkpoint goes through here first.
  */
+import { isRemoteLocation } from './schemes.ts';
+import { rememberSecrets, secretsSeen } from './secrets.ts';
 
 /** What replaces a query string or user info. */
 export const REDACTED = '<redacted>';
@@ -11,14 +13,14 @@ export const REDACTED = '<redacted>';
 /** Environment variables whose values are secrets wherever they turn up. */
 const SECRET_ENV = ['AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_SECURITY_TOKEN'];
 
-/** Whether `location` names a remote checkpoint (`http://`, `https://`, `s3://`). */
-export function isRemoteLocation(location: string): boolean {
-  return /^(https?|s3):\/\//i.test(location);
-}
-
 /**
  * `location` safe to print: a URL loses its user info and its query string (the names too: an
  * `X-Amz-Credential` names the access key); a local path is returned as it is.
+ *
+ * The user info runs to the **last** `@` of the location: a password typed raw may hold any
+ * character (`'`, `/`, `?`, `#`, a space, `@` itself), so no other character can be trusted
+ * to end it. A path or query that holds an `@` is redacted up to it too: too much hidden,
+ * never too little.
  *
  * @example
  * ```ts
@@ -28,13 +30,25 @@ export function isRemoteLocation(location: string): boolean {
  */
 export function redactLocation(location: string): string {
   if (!isRemoteLocation(location)) return location;
-  return redactUrls(location);
+  rememberSecrets(location);
+  return redactOneUrl(location);
+}
+
+/** One URL (the whole string) redacted: user info up to its last `@`, then query/fragment. */
+function redactOneUrl(url: string): string {
+  const start = url.indexOf('://') + 3;
+  let rest = url.slice(start);
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) rest = `${REDACTED}@${rest.slice(at + 1)}`;
+  const q = rest.search(/[?#]/);
+  if (q >= 0) rest = `${rest.slice(0, q)}?${REDACTED}`;
+  return url.slice(0, start) + rest;
 }
 
 /**
- * `text` with every URL in it redacted (see {@link redactLocation}) and the value of every
- * secret AWS environment variable replaced: for error messages that quote a URL or a server's
- * answer.
+ * `text` with every URL in it redacted (see {@link redactLocation}), every URL password seen
+ * so far and the value of every secret AWS environment variable replaced: for error messages
+ * that quote a URL or a server's answer.
  *
  * @example
  * ```ts
@@ -42,25 +56,21 @@ export function redactLocation(location: string): string {
  * ```
  */
 export function redactText(text: string, env: NodeJS.ProcessEnv = process.env): string {
-  let out = redactUrls(text);
+  let out = text;
+  // Longest first: a secret that contains another is replaced whole.
+  for (const secret of secretsSeen().sort((a, b) => b.length - a.length)) {
+    out = out.split(secret).join(REDACTED);
+  }
+  // A URL in prose runs to the next white space (a quote may be part of a password).
+  out = out.replace(/\b(?:https?|s3):\/\/\S*/gi, (url) => {
+    // Closing punctuation of the sentence is kept as it was.
+    const tail = /['")\],.;:]*$/.exec(url)![0];
+    return redactOneUrl(url.slice(0, url.length - tail.length)) + tail;
+  });
   for (const name of SECRET_ENV) {
     const value = env[name];
     // Short values would redact ordinary words; no real secret is that short.
     if (value !== undefined && value.length >= 8) out = out.split(value).join(REDACTED);
   }
   return out;
-}
-
-function redactUrls(text: string): string {
-  return text.replace(/\b(https?|s3):\/\/([^\s"'<>]*)/gi, (_m, scheme: string, rest: string) => {
-    let r = rest;
-    const q = r.search(/[?#]/);
-    // An empty query is where an earlier redaction stopped the match (at its '<'): idempotent.
-    if (q >= 0 && q < r.length - 1) r = `${r.slice(0, q)}?${REDACTED}`;
-    const slash = r.indexOf('/');
-    const authority = slash < 0 ? r : r.slice(0, slash);
-    const at = authority.lastIndexOf('@');
-    if (at >= 0) r = `${REDACTED}@${r.slice(at + 1)}`;
-    return `${scheme}://${r}`;
-  });
 }

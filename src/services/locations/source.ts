@@ -7,8 +7,8 @@
 import { fsConstants as constants } from '../fs.ts';
 import { CheckpointPathError, cleanUpOnFailure, errnoOf } from '../errors.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
-import { httpFetcher } from './http-source.ts';
-import { isRemoteLocation } from './redact.ts';
+import { httpFetcher, type HttpFetcherOptions } from './http-source.ts';
+import { factsOf, isRemoteLocation } from './schemes.ts';
 import type { RemoteOptions } from './remote-options.ts';
 import { openResumable, type ResumableOptions } from './resume.ts';
 import { s3Fetcher } from './s3-source.ts';
@@ -138,6 +138,8 @@ export interface SourceOptions extends RemoteOptions {
   signal?: AbortSignal;
   /** See {@link ResumableOptions.probeEnd}. */
   probeEnd?: number;
+  /** See {@link HttpFetcherOptions.redirects}. */
+  redirects?: 'follow' | 'refuse';
 }
 
 /**
@@ -155,8 +157,12 @@ export async function openCheckpointSource(
   location: string,
   options: SourceOptions = {},
 ): Promise<{ file: CheckpointByteSource; bytes: number }> {
-  if (!isRemoteLocation(location)) return openCheckpointFile(location);
-  const fetcher = /^s3:/i.test(location) ? s3Fetcher(location, options.s3) : httpFetcher(location);
+  const reader = factsOf(location)?.reader ?? 'file';
+  if (reader === 'file') return openCheckpointFile(location);
+  const fetcher =
+    reader === 's3'
+      ? s3Fetcher(location, options.s3)
+      : httpFetcher(location, { redirects: options.redirects ?? 'follow' });
   const file = await openResumable(fetcher, options);
   return { file, bytes: file.bytes };
 }

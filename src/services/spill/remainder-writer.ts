@@ -10,7 +10,7 @@ import { fsSeam } from '../fs.ts';
 import { addSuppressed, CheckpointOutError, errnoOf } from '../errors.ts';
 import { channelKey } from '../channel.ts';
 import type { SpillReader } from './spill-reader.ts';
-import { isRemoteLocation } from '../locations/redact.ts';
+import { isRemoteLocation } from '../locations/schemes.ts';
 import type { S3Options } from '../locations/remote-options.ts';
 import { deleteObject, uploadFile } from '../locations/s3-upload.ts';
 import { tmpdir } from 'node:os';

@@ -84,6 +84,7 @@ export async function readDelegateEntries(
   const { file, bytes } = await openCheckpointSource(where.location, {
     ...options.remote,
     signal: options.signal,
+    redirects: where.redirects,
   });
   return closeAfter(file, () => reader.read(file, bytes));
 }

@@ -11,7 +11,14 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CheckpointPathError, errnoOf } from '../../errors.ts';
 import { fsSeam } from '../../fs.ts';
-import { isRemoteLocation, redactLocation } from '../../locations/redact.ts';
+import { redactLocation } from '../../locations/redact.ts';
+import {
+  factsOf,
+  isRemoteLocation,
+  kindOf,
+  remoteParent,
+  remoteWithin,
+} from '../../locations/schemes.ts';
 import type { FlinkStreamHandle } from './metadata-types.ts';
 
 /** One `--relocate FROM=TO`: a path prefix as written in the checkpoint, and where it is now. */
@@ -51,6 +58,11 @@ export interface DelegateLocation {
   readonly length: number;
   /** The file for error messages (redacted). */
   readonly shown: string;
+  /**
+   * Whether a remote server may redirect the read elsewhere: never for a file a handle names
+   * (confined to its roots), as the user's own `_metadata` URL may.
+   */
+  readonly redirects: 'follow' | 'refuse';
   /** Identity of the stream: handles with the same key share one delegate (read once). */
   readonly key: string;
 }
@@ -82,36 +94,34 @@ function localOrUri(path: string): string {
   }
 }
 
-/** The scheme of a URI (`s3`, `hdfs`, …), or undefined for a plain path. */
-function schemeOf(path: string): string | undefined {
-  return /^([a-z][a-z0-9+.-]*):\/\//i.exec(path)?.[1]?.toLowerCase();
+/**
+ * A remote location's raw text must not hold what the URL parser would quietly drop or turn
+ * into a way up (a control character, a backslash, a dot segment under any percent-decoding):
+ * the parsed URL is what `fetch` requests, but the AWS SDK sends an `s3://` key as written, so
+ * both readings must agree before either is judged.
+ */
+function rawPathSuspicious(location: string): boolean {
+  if (/[\u0000-\u001f\u007f\\]/.test(location)) return true;
+  const afterAuthority = location.replace(/^[a-z0-9+.-]+:\/\/[^/?#]*/i, '').replace(/[?#].*$/s, '');
+  return afterAuthority.split('/').some((segment) => {
+    let s = segment;
+    for (let round = 0; round < 3; round++) {
+      if (s === '.' || s === '..' || s.includes('/')) return true;
+      if (!s.includes('%')) return false;
+      try {
+        s = decodeURIComponent(s);
+      } catch {
+        return true;
+      }
+    }
+    return true;
+  });
 }
 
-/** A remote location without its query and fragment, with no `.`/`..` segments allowed. */
-function remoteKey(location: string): string | undefined {
-  const m = /^([a-z0-9+.-]+:\/\/[^/?#]*)([^?#]*)/i.exec(location);
-  if (m === null) return undefined;
-  const path = m[2]!;
-  if (path.split('/').some((s) => s === '.' || s === '..')) return undefined;
-  return m[1]!.toLowerCase() + path;
-}
-
-/** Whether `path` is `root` or below it (both normalized, local or remote). */
-function isWithin(path: string, root: string, remote: boolean): boolean {
-  if (remote) {
-    const r = root.endsWith('/') ? root : `${root}/`;
-    return path === root || path.startsWith(r);
-  }
+/** Whether the local `path` is `root` or below it (both normalized). */
+function isWithin(path: string, root: string): boolean {
   const rel = relative(root, path);
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
-}
-
-/** Parent directory of a local path or a remote location (`s3://b/a/chk-1` → `s3://b/a`). */
-function parentOf(location: string): string {
-  if (!isRemoteLocation(location)) return dirname(location);
-  const key = remoteKey(location) ?? location;
-  const cut = key.replace(/\/+$/, '').lastIndexOf('/');
-  return cut > key.indexOf('://') + 2 ? key.slice(0, cut) : key;
 }
 
 /**
@@ -146,15 +156,15 @@ export class FlinkPaths {
   ) {
     this.remote = isRemoteLocation(metadataLocation);
     this.checkpointDir = this.remote
-      ? parentOf(metadataLocation)
+      ? remoteParent(metadataLocation, 1)
       : dirname(resolve(metadataLocation));
-    this.jobDir = parentOf(this.checkpointDir);
+    this.jobDir = this.remote ? remoteParent(metadataLocation, 2) : dirname(this.checkpointDir);
     // Longest prefix first: the most specific mapping wins.
     this.relocate = [...(options.relocate ?? [])]
       .map((r) => ({ from: localOrUri(r.from), to: r.to }))
       .sort((a, b) => b.from.length - a.from.length);
     this.allowPaths = (options.allowPaths ?? []).map((p) =>
-      isRemoteLocation(p) ? (remoteKey(p) ?? p) : resolve(localOrUri(p)),
+      isRemoteLocation(p) ? p : resolve(localOrUri(p)),
     );
   }
 
@@ -174,6 +184,7 @@ export class FlinkPaths {
           shown: redactLocation(handle.file),
           // Each inline blob is its own stream (its own header, offsets from its start).
           key: `inline:${handle.start}:${handle.file}`,
+          redirects: 'follow',
         };
       case 'relative':
         return this.relativeFile(handle.relativePath, handle.size);
@@ -200,35 +211,41 @@ export class FlinkPaths {
     )
       refuse();
     if (this.remote) {
+      // Judged as it will be requested: the parsed URL under the checkpoint's directory.
+      const location = `${this.checkpointDir}/${relativePath}`;
       if (
         relativePath.startsWith('/') ||
-        relativePath.split('/').some((s) => s === '..' || s === '.')
+        /[?#]/.test(relativePath) ||
+        rawPathSuspicious(location) ||
+        !remoteWithin(location, this.checkpointDir)
       )
         refuse();
-      const location = this.withQuery(`${this.checkpointDir}/${relativePath}`);
       return {
         location,
         start: 0,
         length: size,
         shown: redactLocation(location),
         key: `file:${location}`,
+        redirects: 'refuse',
       };
     }
     if (isAbsolute(relativePath)) refuse();
     const path = resolve(this.checkpointDir, relativePath);
-    if (!isWithin(path, this.checkpointDir, false) || path === this.checkpointDir) refuse();
+    if (!isWithin(path, this.checkpointDir) || path === this.checkpointDir) refuse();
     await this.checkReal(path, [this.checkpointDir], () => {
       throw new CheckpointPathError(
         path,
         `a symlink that leads out of the checkpoint's directory ${this.checkpointDir}: refused`,
       );
     });
-    return { location: path, start: 0, length: size, shown: path, key: `file:${path}` };
-  }
-
-  /** A presigned `_metadata` URL's query does not sign its siblings: they are asked for bare. */
-  private withQuery(location: string): string {
-    return location;
+    return {
+      location: path,
+      start: 0,
+      length: size,
+      shown: path,
+      key: `file:${path}`,
+      redirects: 'refuse',
+    };
   }
 
   private async absoluteFile(
@@ -243,7 +260,7 @@ export class FlinkPaths {
         const rest = path.slice(r.from.length).replace(/^\/+/, '');
         const to = localOrUri(r.to);
         path = rest === '' ? to : `${to.replace(/\/+$/, '')}/${rest}`;
-        root = isRemoteLocation(to) ? (remoteKey(to) ?? to) : resolve(to);
+        root = isRemoteLocation(to) ? to : resolve(to);
         break;
       }
     }
@@ -251,27 +268,41 @@ export class FlinkPaths {
     const flags =
       `allow it with --allow-path DIR (options.flink.allowPaths) or map it with ` +
       `--relocate FROM=TO (options.flink.relocate)`;
-    const scheme = schemeOf(path);
-    if (scheme !== undefined && scheme !== 'http' && scheme !== 'https' && scheme !== 's3') {
+    const kind = kindOf(path);
+    if (typeof kind !== 'string' || !factsOf(path)!.flinkHandle) {
+      const scheme = typeof kind === 'string' ? kind : kind.unknown;
       throw new CheckpointPathError(
         shown,
         `channel state on ${scheme}:// cannot be read here; copy it and map it with --relocate FROM=TO`,
       );
     }
+    if (path.includes('\0')) {
+      throw new CheckpointPathError(shown, `a channel-state path with a NUL character: refused`);
+    }
     if (isRemoteLocation(path)) {
-      const key = remoteKey(path);
-      if (key === undefined) {
-        throw new CheckpointPathError(shown, `a remote path with '.' or '..' segments: refused`);
+      if (rawPathSuspicious(path)) {
+        throw new CheckpointPathError(
+          shown,
+          `a remote path with '.' or '..' segments (in any encoding), a backslash or a control character: refused`,
+        );
       }
       const roots = [...(root !== undefined ? [root] : []), ...this.allowPaths];
       if (this.remote) roots.push(this.jobDir);
-      if (!roots.some((r) => isRemoteLocation(r) && isWithin(key, r, true))) {
+      // Judged as it will be requested: parsed, normalised, same scheme, host and port.
+      if (!roots.some((r) => isRemoteLocation(r) && remoteWithin(path, r))) {
         throw new CheckpointPathError(
           shown,
           `outside the job's checkpoint directory ${redactLocation(this.jobDir)}; ${flags}`,
         );
       }
-      return { location: path, start, length, shown, key: `${start}:${length}:${path}` };
+      return {
+        location: path,
+        start,
+        length,
+        shown,
+        key: `${start}:${length}:${path}`,
+        redirects: 'refuse',
+      };
     }
     if (!isAbsolute(path)) {
       throw new CheckpointPathError(shown, `channel-state path is not absolute: refused`);
@@ -282,7 +313,7 @@ export class FlinkPaths {
       ...this.allowPaths.filter((p) => !isRemoteLocation(p)),
     ];
     if (!this.remote) roots.push(this.jobDir);
-    if (!roots.some((r) => isWithin(path, r, false))) {
+    if (!roots.some((r) => isWithin(path, r))) {
       throw new CheckpointPathError(
         path,
         `outside the job's checkpoint directory ${this.remote ? redactLocation(this.jobDir) : this.jobDir}; ${flags}`,
@@ -294,7 +325,14 @@ export class FlinkPaths {
         `a symlink that leads outside the job's checkpoint directory and every allowed root; ${flags}`,
       );
     });
-    return { location: path, start, length, shown: path, key: `${start}:${length}:${path}` };
+    return {
+      location: path,
+      start,
+      length,
+      shown: path,
+      key: `${start}:${length}:${path}`,
+      redirects: 'refuse',
+    };
   }
 
   /**
@@ -316,7 +354,7 @@ export class FlinkPaths {
       throw error;
     }
     const realRoots = await Promise.all(roots.map((r) => this.realpath(r).catch(() => r)));
-    if (!realRoots.some((r) => isWithin(real, r, false))) escape();
+    if (!realRoots.some((r) => isWithin(real, r))) escape();
   }
 
   /** `fsSeam.realpath(path)`, asked once per path for this checkpoint (its answer reused). */

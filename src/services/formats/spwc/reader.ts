@@ -6,7 +6,8 @@
 import { crc32, crc32Combine } from '../../crc32.ts';
 import { AbortedError, CorruptCheckpointError } from '../../errors.ts';
 import { closeAfter, openCheckpointSource, type SourceOptions } from '../../locations/source.ts';
-import { isRemoteLocation, redactLocation } from '../../locations/redact.ts';
+import { redactLocation } from '../../locations/redact.ts';
+import { isRemoteLocation } from '../../locations/schemes.ts';
 import {
   CHECKPOINT_HEADER_BYTES,
   CHECKPOINT_VERSION,
