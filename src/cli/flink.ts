@@ -1,5 +1,6 @@
 /** `spillway flink ls CHECKPOINT [--json]` (DESIGN §7). */
 import { redactLocation, redactText } from '../services/locations/redact.ts';
+import { oneLine } from './terminal-text.ts';
 import { CorruptCheckpointError, SpillwayError } from '../services/errors.ts';
 import { listFlinkMetadata, type FlinkCheckpointListing } from '../services/formats/flink/list.ts';
 import { readFlinkMetadata } from '../services/formats/flink/metadata.ts';
@@ -80,7 +81,8 @@ export function describeListing(
       );
     }
   }
-  return `${lines.join('\n')}\n`;
+  // Paths, names and uids come from the checkpoint: shown inert (see terminal-text.ts).
+  return `${lines.map(oneLine).join('\n')}\n`;
 }
 
 /** `{ error: { code, message, file?, offset? } }` for `--json` failures (DESIGN §4). */

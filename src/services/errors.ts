@@ -128,12 +128,14 @@ export class UnknownOperatorError extends SpillwayError {
     readonly kind: 'unknown' | 'ambiguous' | 'subtask' = 'unknown',
     readonly candidates: readonly string[] = [],
     readonly subtask?: number,
+    /** Said right after the operator: " (did you mean 'slow-join'?)" or what was tried. */
+    readonly hint: string = '',
   ) {
     super(
       kind === 'subtask'
         ? `${file}: operator ${operator} has parallelism ${parallelismOf(candidates)}; ` +
             `subtask ${subtask} does not exist (${candidates.join(', ') || 'none'})`
-        : `${file}: ${kind} operator '${operator}'; ` +
+        : `${file}: ${kind} operator '${operator}'${hint}; ` +
             `${kind === 'unknown' ? 'operators' : 'matches'}: ${candidates.join(', ') || 'none'}`,
     );
   }
