@@ -138,5 +138,6 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   if (sub === 'ls') return ls(rest, io);
+  if (sub === 'rewrite') return (await import('./flink-rewrite.ts')).run(rest, io);
   throw new UsageError(`unknown subcommand 'flink ${sub}' (try 'spillway flink ls')`);
 }
