@@ -11,6 +11,7 @@ import { parse, stringOption, UsageError } from './args.ts';
 import { reportError } from './errors.ts';
 import { printJson, type Io } from './io.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
+import { oneLine } from './terminal-text.ts';
 
 export const usage = `usage: spillway flink ls CHECKPOINT [--operator OP] [--channels] [--all] [--json]
                        [--s3-endpoint URL]
@@ -138,7 +139,8 @@ export function describeListing(
   if (hidden > 0) {
     lines.push('', `${hidden} operator(s) without channel state not shown ('--all' lists them)`);
   }
-  return `${lines.join('\n')}\n`;
+  // Paths, names and uids come from the checkpoint: shown inert (see terminal-text.ts).
+  return `${lines.map(oneLine).join('\n')}\n`;
 }
 
 /** `spillway flink ls …`; the exit code. */

@@ -8,6 +8,7 @@ import type { Io } from './io.ts';
 export const usage = `usage: spillway flink SUBCOMMAND …
 
   ls CHECKPOINT        what the checkpoint holds in flight, largest first (--help for flags)
+  rewrite CHECKPOINT   a new checkpoint without the elements named (--help for flags)
 
 'spillway flink SUBCOMMAND --help' prints that subcommand's flags.
 `;
@@ -20,5 +21,6 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   if (sub === 'ls') return (await import('./flink-ls.ts')).ls(rest, io);
+  if (sub === 'rewrite') return (await import('./flink-rewrite.ts')).run(rest, io);
   throw new UsageError(`unknown subcommand 'flink ${sub}' (try 'spillway flink ls')`);
 }

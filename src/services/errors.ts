@@ -478,7 +478,7 @@ export class OutputExistsError extends SpillwayError {
  * @example
  * ```ts
  * const error = new RewriteRefusedError('no-match', 'map/0/input/0/1/7 matches no element');
- * error.message; // 'flink rewrite: map/0/input/0/1/7 matches no element'
+ * error.message; // 'map/0/input/0/1/7 matches no element'
  * ```
  */
 export class RewriteRefusedError extends SpillwayError {
@@ -488,7 +488,7 @@ export class RewriteRefusedError extends SpillwayError {
     readonly kind: 'selector' | 'no-match' | 'partial' | 'unsupported' | 'out',
     readonly reason: string,
   ) {
-    super(`flink rewrite: ${reason}`);
+    super(reason);
   }
 }
 
