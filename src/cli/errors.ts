@@ -8,6 +8,7 @@ import {
   RemoteNotFoundError,
   RemoteUnsupportedError,
   SpillRootError,
+  TypeSpecError,
   UnknownOperatorError,
   suppressedOf,
 } from '../services/errors.ts';
@@ -25,7 +26,8 @@ function isBadInput(error: unknown): boolean {
     error instanceof OutputExistsError ||
     error instanceof RemoteNotFoundError ||
     error instanceof RemoteUnsupportedError ||
-    error instanceof UnknownOperatorError
+    error instanceof UnknownOperatorError ||
+    error instanceof TypeSpecError
   ) {
     return true;
   }

@@ -136,5 +136,6 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   if (sub === 'ls') return ls(rest, io);
+  if (sub === 'records') return (await import('./flink-records.ts')).run(rest, io);
   throw new UsageError(`unknown subcommand 'flink ${sub}' (try 'spillway flink ls')`);
 }
