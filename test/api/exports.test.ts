@@ -20,6 +20,8 @@ const NAMED: Record<string, string> = {
   listFlinkCheckpoint: "a Flink checkpoint's operators and channel state (DESIGN §7, `flink ls`)",
   keyHash: 'the key hash of a key type the CLI does not know, for a Flink rescale (DESIGN §7)',
   readFlinkRecords: "a Flink checkpoint's in-flight elements, decoded (DESIGN §8, `flink records`)",
+  recoverToDirectory:
+    "the CLI's `recover --out` with its one-step publish (G10), for apps (DESIGN §8)",
 };
 
 /**
@@ -36,6 +38,7 @@ const BEYOND_30: Record<string, string> = {
   keyHash: NAMED.keyHash!,
   readFlinkRecords: NAMED.readFlinkRecords!,
   TypeSpecError: 'a `--type` spec that does not parse, naming the character (exit 2)',
+  recoverToDirectory: NAMED.recoverToDirectory!,
 };
 
 describe('package entry', () => {
