@@ -132,6 +132,8 @@ export {
   type FlinkCheckpointListing,
   type FlinkOperatorListing,
   type FlinkSubtaskListing,
+  type FlinkChannelListing,
+  type ListFlinkOptions,
 } from './services/formats/flink/list.ts';
 export type { CheckpointFormat } from './services/formats/entries.ts';
 export type { FlinkKey, FlinkSelection } from './services/formats/flink/entry-source.ts';
