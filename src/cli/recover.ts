@@ -255,6 +255,22 @@ async function recoverAndPublish(
         ...inspector.options,
         ...recoveryOptions(args, target, outputState, signals.signal, progress),
       }),
+      {
+        checkpoint: args.shown,
+        format: args.flink !== undefined ? 'flink' : 'spwc',
+        ...(args.flink !== undefined
+          ? {
+              operator: args.flink.operator,
+              subtask: args.flink.subtask,
+              side: outputState ? 'output' : 'input',
+            }
+          : {}),
+        ...(args.rescale !== undefined
+          ? { rescale: `${args.rescale.subtask}/${args.rescale.parallelism}` }
+          : {}),
+        out: args.outDir,
+        channelFilesDir: target.dir,
+      },
     );
   let recovery = start(sink, false);
   try {
