@@ -48,6 +48,13 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
   return startRecovery(options);
 }
 
+export {
+  recoverToDirectory,
+  type DirectoryReport,
+  type RecoverToDirectoryOptions,
+  type RescaleAll,
+} from './recover-to-directory.ts';
+export type { DirectoryUnit, SideReport } from './services/outputs/recover-to-directory.ts';
 export type {
   CheckpointOptions,
   OwnedResource,

@@ -1,5 +1,6 @@
 /** `spillway flink ls CHECKPOINT [--json]` (DESIGN §7). */
 import { redactLocation, redactText } from '../services/locations/redact.ts';
+import { oneLine } from './terminal-text.ts';
 import { CorruptCheckpointError, SpillwayError } from '../services/errors.ts';
 import { listFlinkMetadata, type FlinkCheckpointListing } from '../services/formats/flink/list.ts';
 import { readFlinkMetadata } from '../services/formats/flink/metadata.ts';
@@ -80,7 +81,8 @@ export function describeListing(
       );
     }
   }
-  return `${lines.join('\n')}\n`;
+  // Paths, names and uids come from the checkpoint: shown inert (see terminal-text.ts).
+  return `${lines.map(oneLine).join('\n')}\n`;
 }
 
 /** `{ error: { code, message, file?, offset? } }` for `--json` failures (DESIGN §4). */
@@ -136,5 +138,6 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   if (sub === 'ls') return ls(rest, io);
+  if (sub === 'rewrite') return (await import('./flink-rewrite.ts')).run(rest, io);
   throw new UsageError(`unknown subcommand 'flink ${sub}' (try 'spillway flink ls')`);
 }

@@ -9,6 +9,8 @@
  * script is never kept waiting for a page nobody opens.
  */
 import type { WatchAbout } from '../../inspector/owners.ts';
+
+export type { WatchAbout };
 import type { InspectorServer } from '../../inspector/server.ts';
 import type { StartedRecovery } from '../recover.ts';
 import { UsageError } from './args.ts';

@@ -40,6 +40,7 @@ export type SpillwayErrorCode =
   | 'ERR_SPILLWAY_SPILL_ROOT'
   | 'ERR_SPILLWAY_OUTPUT_DIR'
   | 'ERR_SPILLWAY_OUTPUT_EXISTS'
+  | 'ERR_SPILLWAY_REWRITE_REFUSED'
   | 'ERR_SPILLWAY_CHECKPOINT_OUT'
   | 'ERR_SPILLWAY_CONSUMER'
   | 'ERR_SPILLWAY_IO'
@@ -127,12 +128,14 @@ export class UnknownOperatorError extends SpillwayError {
     readonly kind: 'unknown' | 'ambiguous' | 'subtask' = 'unknown',
     readonly candidates: readonly string[] = [],
     readonly subtask?: number,
+    /** Said right after the operator: " (did you mean 'slow-join'?)" or what was tried. */
+    readonly hint: string = '',
   ) {
     super(
       kind === 'subtask'
         ? `${file}: operator ${operator} has parallelism ${parallelismOf(candidates)}; ` +
             `subtask ${subtask} does not exist (${candidates.join(', ') || 'none'})`
-        : `${file}: ${kind} operator '${operator}'; ` +
+        : `${file}: ${kind} operator '${operator}'${hint}; ` +
             `${kind === 'unknown' ? 'operators' : 'matches'}: ${candidates.join(', ') || 'none'}`,
     );
   }
@@ -466,6 +469,30 @@ export class OutputExistsError extends SpillwayError {
 }
 
 /**
+ * `flink rewrite` refused to write NEWDIR (bad input, exit 2; nothing is created): `kind` says
+ * why — `'selector'` a malformed selector, `'no-match'` a selector that matched no element
+ * (without `allowEmpty`), `'partial'` a selector naming a record cut between this channel and
+ * the upstream's output state, `'unsupported'` a selection this release cannot rewrite,
+ * `'out'` an unusable NEWDIR (not empty, not a directory, remote, inside the source).
+ *
+ * @example
+ * ```ts
+ * const error = new RewriteRefusedError('no-match', 'map/0/input/0/1/7 matches no element');
+ * error.message; // 'map/0/input/0/1/7 matches no element'
+ * ```
+ */
+export class RewriteRefusedError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_REWRITE_REFUSED';
+
+  constructor(
+    readonly kind: 'selector' | 'no-match' | 'partial' | 'unsupported' | 'out',
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/**
  * `checkpoint(id, { out })` cannot write to `out`: it already exists (`errno` `EEXIST`; never
  * replaced), its directory is missing (`ENOENT`) or not a directory (`ENOTDIR`). Raised before
  * anything is written, and before the barriers go in.
@@ -596,6 +623,7 @@ export class InternalError extends SpillwayError {
  */
 export type AnySpillwayError =
   | CorruptCheckpointError
+  | RewriteRefusedError
   | CheckpointPathError
   | CheckpointChangedError
   | UnknownOperatorError

@@ -72,6 +72,8 @@ export interface HandleReader {
   readonly input: MetadataInput;
   /** The `_metadata` location as given to the reader (inline handles point into it). */
   readonly location: string;
+  /** When given, every relative path a stream handle names is pushed here. */
+  readonly relativePaths?: string[];
 }
 
 /**
@@ -112,6 +114,7 @@ export async function readStreamHandle(
       // Note the order: the relative path first, then the size (FileStateHandle: the reverse).
       const relativePath = await input.utf(`${what} relative path`);
       const size = await fileSize(input, `${what} relative file size`);
+      r.relativePaths?.push(relativePath);
       return { kind: 'relative', relativePath, size };
     }
     case KEY_GROUPS_HANDLE:
@@ -478,6 +481,7 @@ export async function readChannelHandlesV2(
       stateSize,
       delegate,
       metadataOffset: i === 0 ? metadataOffset : channelAt,
+      merged: true,
     });
   }
   if (input.position !== blobEnd) {

@@ -68,6 +68,20 @@ export interface FlinkChannelHandle {
   delegate: FlinkStreamHandle;
   /** Where this handle starts in _metadata (for error messages). */
   metadataOffset: number;
+  /**
+   * v6: whether Flink wrote it inside a merged handle (one per subtask and delegate stream,
+   * Flink 2.x's `Merged…StateHandle`), so a writer keeps that shape.
+   */
+  merged?: boolean;
+}
+
+/**
+ * A byte range `[start, end)` of `_metadata`: what a writer carries over verbatim (keyed,
+ * operator and coordinator state, master states) while it replaces the channel handles.
+ */
+export interface FlinkByteRange {
+  readonly start: number;
+  readonly end: number;
 }
 
 export interface FlinkSubtaskState {
@@ -75,6 +89,11 @@ export interface FlinkSubtaskState {
   finished: boolean;
   inputChannels: FlinkChannelHandle[];
   outputSubpartitions: FlinkChannelHandle[];
+  /**
+   * Where it lies in `_metadata`: `head` from the stored index to the end of the raw keyed
+   * state (all of a finished subtask), `channels` its input and output handle lists.
+   */
+  layout?: { readonly head: FlinkByteRange; readonly channels: FlinkByteRange };
 }
 
 export interface FlinkOperatorState {
@@ -89,6 +108,8 @@ export interface FlinkOperatorState {
   /** Subtask count -1: fully finished. */
   finished: boolean;
   subtasks: FlinkSubtaskState[];
+  /** Where it lies in `_metadata`: `head` from its first byte to its subtask count, included. */
+  layout?: { readonly head: FlinkByteRange };
 }
 
 export interface FlinkCheckpointMetadata {
@@ -99,6 +120,16 @@ export interface FlinkCheckpointMetadata {
   /** int64 as a safe integer (error if not safe). */
   checkpointId: number;
   operators: FlinkOperatorState[];
+  /**
+   * Where the parts between the operators lie in `_metadata`: `head` from the magic number to
+   * the operator count, included (master states in it); `trailer` the v4+ properties to the end.
+   */
+  layout?: { readonly head: FlinkByteRange; readonly trailer: FlinkByteRange };
+  /**
+   * Relative paths (Flink's `RelativeFileStateHandle`, resolved against the `_metadata`'s
+   * directory) that keyed or operator state names: files a copy of the checkpoint must carry.
+   */
+  stateFiles?: string[];
 }
 
 export interface ReadFlinkMetadataOptions {

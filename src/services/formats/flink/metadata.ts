@@ -152,7 +152,9 @@ export async function parseMetadata(
       `unsupported Flink metadata version ${version} (supported: ${FLINK_METADATA_VERSIONS.join(', ')})`,
     );
   }
-  const reader: HandleReader = { input, location };
+  // Relative paths named by keyed and operator state (channel handles are read without it).
+  const stateFiles: string[] = [];
+  const reader: HandleReader = { input, location, relativePaths: stateFiles };
 
   // MetadataV2V3SerializerBase.deserializeMetadata.
   const idAt = input.position;
@@ -167,14 +169,24 @@ export async function parseMetadata(
   const operatorsAt = input.position;
   const operatorCount = await input.int32('operator count');
   input.checkCount(operatorCount, version >= 5 ? 33 : 29, 'operator', operatorsAt);
+  const head = { start: 0, end: input.position };
   const operators: FlinkOperatorState[] = [];
   for (let i = 0; i < operatorCount; i++) operators.push(await readOperator(reader, version));
 
+  const trailerAt = input.position;
   if (version >= 4) {
     // MetadataV4Serializer: a Java-serialized CheckpointProperties, read with readObject.
     await skipJavaSerializedObject(input, 'CheckpointProperties trailer');
   }
-  return { location, version, checkpointId, operators };
+  const layout = { head, trailer: { start: trailerAt, end: input.size } };
+  return {
+    location,
+    version,
+    checkpointId,
+    operators,
+    layout,
+    stateFiles: [...new Set(stateFiles)],
+  };
 }
 
 /** deserializeMasterState: magic, a positive length, then (version, name, bytes) exactly filling it. */
@@ -215,6 +227,7 @@ async function skipMasterState(input: MetadataInput): Promise<void> {
 /** MetadataV3Serializer / MetadataV5Serializer.deserializeOperatorState. */
 async function readOperator(r: HandleReader, version: number): Promise<FlinkOperatorState> {
   const { input } = r;
+  const operatorAt = input.position;
   let name: string | undefined;
   let uid: string | undefined;
   if (version >= 5) {
@@ -256,6 +269,7 @@ async function readOperator(r: HandleReader, version: number): Promise<FlinkOper
     maxParallelism,
     finished: false,
     subtasks: [],
+    layout: { head: { start: operatorAt, end: input.position } },
   };
   if (count < 0) {
     // FullyFinishedOperatorState: no subtask states follow.
@@ -297,7 +311,12 @@ async function readOperator(r: HandleReader, version: number): Promise<FlinkOper
       inputChannels: [],
       outputSubpartitions: [],
     };
-    if (!finished) await readSubtaskState(r, version, subtask, id);
+    if (!finished) {
+      await readSubtaskState(r, version, subtask, id, indexAt);
+    } else {
+      const head = { start: indexAt, end: input.position };
+      subtask.layout = { head, channels: { start: head.end, end: head.end } };
+    }
     operator.subtasks.push(subtask);
   }
   operator.subtasks.sort((a, b) => a.index - b.index);
@@ -310,6 +329,7 @@ async function readSubtaskState(
   version: number,
   subtask: FlinkSubtaskState,
   operatorId: string,
+  indexAt: number,
 ): Promise<void> {
   const { input } = r;
   const where = `operator ${operatorId} subtask ${subtask.index}`;
@@ -321,8 +341,15 @@ async function readSubtaskState(
   }
   await skipKeyedStateHandle(r, `${where} managed keyed state`);
   await skipKeyedStateHandle(r, `${where} raw keyed state`);
-  subtask.inputChannels = await readChannelHandles(r, version, 'input', where);
-  subtask.outputSubpartitions = await readChannelHandles(r, version, 'output', where);
+  const channelsAt = input.position;
+  // Channel delegates are not state files a copy must carry: read without the collector.
+  const channels: HandleReader = { input, location: r.location };
+  subtask.inputChannels = await readChannelHandles(channels, version, 'input', where);
+  subtask.outputSubpartitions = await readChannelHandles(channels, version, 'output', where);
+  subtask.layout = {
+    head: { start: indexAt, end: channelsAt },
+    channels: { start: channelsAt, end: input.position },
+  };
 }
 
 /** deserializeCollection of channel handles: int32 count, then the version's layout. */
