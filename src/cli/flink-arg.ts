@@ -3,6 +3,7 @@
  * [--key long|int|bytes:K] [--allow-path DIR]… [--relocate FROM=TO]…`, and the hint a Flink
  * checkpoint given without `--operator` gets. Bad values are a `UsageError` (exit 2).
  */
+import { OPTION_RANGES } from '../services/option-ranges.ts';
 import { CheckpointPathError, CorruptCheckpointError } from '../services/errors.ts';
 import { detectCheckpointFormat } from '../services/formats/entries.ts';
 import type { SourceOptions } from '../services/locations/source.ts';
@@ -44,7 +45,7 @@ function list(values: Parsed['values'], name: string): string[] {
 }
 
 /** Parses `--key`: `long`, `int` or `bytes:K`. */
-function keyFromArgs(raw: string | undefined): FlinkKey | undefined {
+export function keyFromArgs(raw: string | undefined): FlinkKey | undefined {
   if (raw === undefined || raw === 'long' || raw === 'int') return raw;
   const m = /^bytes:(\d+)$/.exec(raw);
   const bytes = m === null ? NaN : Number(m[1]);
@@ -87,7 +88,7 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
   if (values.subtask === undefined && values.rescale === undefined) {
     throw new UsageError('--operator needs --subtask N');
   }
-  const subtask = intOption(values, 'subtask', 0, { max: 32767 });
+  const subtask = intOption(values, 'subtask', 0, OPTION_RANGES['flink.subtask']);
   const key = keyFromArgs(stringOption(values, 'key'));
   if (key !== undefined && values.rescale === undefined)
     throw new UsageError('--key needs --rescale');

@@ -2,6 +2,7 @@
  * `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]`,
  * and for a Flink checkpoint `--operator OP --subtask N [--output-state] [--key …] [--allow-path DIR]… [--relocate FROM=TO]…`.
  */
+import { OPTION_RANGES } from '../services/option-ranges.ts';
 import {
   runRecoveryToDirectory,
   type DirectoryReport,
@@ -159,7 +160,12 @@ function parseArgs(argv: string[]): RecoverArgs | 'help' {
   const outDir = stringOption(values, 'out');
   if (outDir === undefined) throw new UsageError('missing --out DIR');
   if (outDir === '') throw new UsageError('--out must not be empty');
-  const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
+  const maxSpillFileBytes = intOption(
+    values,
+    'max-spill-file-bytes',
+    64 * 1024 * 1024,
+    OPTION_RANGES['limits.maxSpillFileBytes'],
+  );
   const flink = flinkFromArgs(values);
   const rescale = rescaleFromArgs(values, flink !== undefined);
   return {
