@@ -48,6 +48,13 @@ export function recoverChannelState(options: RecoverOptions): Recovery {
   return startRecovery(options);
 }
 
+export {
+  recoverToDirectory,
+  type DirectoryReport,
+  type RecoverToDirectoryOptions,
+  type RescaleAll,
+} from './recover-to-directory.ts';
+export type { DirectoryUnit, SideReport } from './services/outputs/recover-to-directory.ts';
 export type {
   CheckpointOptions,
   OwnedResource,
@@ -124,6 +131,8 @@ export {
   type FlinkCheckpointListing,
   type FlinkOperatorListing,
   type FlinkSubtaskListing,
+  type FlinkChannelListing,
+  type ListFlinkOptions,
 } from './services/formats/flink/list.ts';
 export type { CheckpointFormat } from './services/formats/entries.ts';
 export type { FlinkKey, FlinkSelection } from './services/formats/flink/entry-source.ts';

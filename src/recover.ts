@@ -47,6 +47,7 @@ export type {
   TaskHooks,
 };
 import { AbortedError, CancelledError, ours, toError } from './services/errors.ts';
+import type { FlinkReadPlan } from './services/formats/flink/entry-source.ts';
 
 /** What tests and the demo's pool add to the public options. */
 export interface StartOptions extends PublicRecoverOptions {
@@ -54,6 +55,11 @@ export interface StartOptions extends PublicRecoverOptions {
   inspect?(event: InspectionEvent): void;
   /** Fault and timing hooks (tests, the demo's fault injection). */
   hooks?: TaskHooks;
+  /**
+   * The Flink read already planned for `flink` (recoverToDirectory reads the `_metadata` once
+   * for every recovery of a run): the fetch stage does not read it again.
+   */
+  flinkPlan?: FlinkReadPlan;
 }
 
 /** A recovery with the task actor's full XState type (tests, the pool, the bench). */
@@ -78,7 +84,7 @@ export function startRecoveryOn(
   machine: typeof taskMachine,
   options: StartOptions,
 ): StartedRecovery {
-  validateRecoverOptions(options, ['hooks']);
+  validateRecoverOptions(options, ['hooks', 'flinkPlan']);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
@@ -232,7 +238,10 @@ function taskServices(
     limits: rescaleLimits(options.limits ?? {}, options.rescale),
     rescale: options.rescale,
     remote: options.remote,
-    flink: options.flink,
+    flink:
+      options.flink !== undefined && options.flinkPlan !== undefined
+        ? { ...options.flink, plan: options.flinkPlan }
+        : options.flink,
     abandonAfterMs: options.abandonAfterMs,
     channels: task.channels,
     consumerError: task.consumerError,

@@ -1,4 +1,5 @@
 /** `spillway checkpoint make --out FILE [--gates G] [--channels C] [--mb N | --records N [--subtasks S]] [--seed S] [--json]` */
+import { oneLine } from './terminal-text.ts';
 import { makeCheckpoint, type MadeCheckpoint } from '../services/formats/spwc/generator.ts';
 import { makeRecordCheckpoint } from '../services/formats/spwc/record-generator.ts';
 import { intOption, numberOption, parse, stringOption, UsageError } from './args.ts';
@@ -128,7 +129,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (values.json) printJson(io, summary);
   else {
     io.err.write(
-      `wrote ${made.path}\n` +
+      `wrote ${oneLine(made.path)}\n` +
         table([
           ['entries', made.entries],
           ['channels', made.channels.length],

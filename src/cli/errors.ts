@@ -14,6 +14,7 @@ import {
 } from '../services/errors.ts';
 import { UsageError } from './args.ts';
 import { redactText } from '../services/locations/redact.ts';
+import { oneLine } from './terminal-text.ts';
 import type { Io } from './io.ts';
 
 /** Whether an error is the caller's input or configuration (exit 2), not a failure (exit 1). */
@@ -39,25 +40,6 @@ function isBadInput(error: unknown): boolean {
     (error.errno === undefined ||
       ['ENOENT', 'ENOTDIR', 'ENAMETOOLONG', 'ELOOP'].includes(error.errno))
   );
-}
-
-/**
- * `text` as one line: control characters (a newline in a path, an escape sequence) are written
- * as escapes, so a message stays one line and cannot move a terminal's cursor. Every message
- * the CLI prints about a path goes through here.
- *
- * @example
- * ```ts
- * oneLine('out\nx: is not a directory'); // 'out\\nx: is not a directory'
- * ```
- */
-export function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
-    if (c === '\n') return '\\n';
-    if (c === '\r') return '\\r';
-    if (c === '\t') return '\\t';
-    return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
-  });
 }
 
 /** A delete that failed: a file may be left behind. */

@@ -3,6 +3,7 @@
  * [--key long|int|bytes:K] [--allow-path DIR]… [--relocate FROM=TO]…`, and the hint a Flink
  * checkpoint given without `--operator` gets. Bad values are a `UsageError` (exit 2).
  */
+import { OPTION_RANGES } from '../services/option-ranges.ts';
 import { CheckpointPathError, CorruptCheckpointError } from '../services/errors.ts';
 import { detectCheckpointFormat } from '../services/formats/entries.ts';
 import type { SourceOptions } from '../services/locations/source.ts';
@@ -68,7 +69,7 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
   }
   if (operator === '') throw new UsageError('--operator must not be empty');
   if (values.subtask === undefined) throw new UsageError('--operator needs --subtask N');
-  const subtask = intOption(values, 'subtask', 0, { max: 32767 });
+  const subtask = intOption(values, 'subtask', 0, OPTION_RANGES['flink.subtask']);
   const key = keyFromArgs(stringOption(values, 'key'));
   if (key !== undefined && values.rescale === undefined)
     throw new UsageError('--key needs --rescale');

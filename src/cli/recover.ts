@@ -2,19 +2,19 @@
  * `spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N] [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--json]`,
  * and for a Flink checkpoint `--operator OP --subtask N [--output-state] [--key …] [--allow-path DIR]… [--relocate FROM=TO]…`.
  */
-import { startRecovery, type StartOptions } from '../recover.ts';
-import type { RecoveryReport } from '../recovery-types.ts';
-import { channelKey } from '../services/channel.ts';
-import { checkCheckpointSource } from '../services/locations/source.ts';
+import { OPTION_RANGES } from '../services/option-ranges.ts';
+import {
+  runRecoveryToDirectory,
+  type DirectoryReport,
+  type RecoverToDirectoryOptions,
+} from '../recover-to-directory.ts';
 import { redactLocation } from '../services/locations/redact.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
-import { ChannelFileSink } from '../services/outputs/channel-files.ts';
-import { OutputDir } from '../services/outputs/output-dir.ts';
-import { addSuppressed } from '../services/errors.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { mib, printJson, table, type Io } from './io.ts';
 import { trapSignals, type SignalScope } from './signals.ts';
-import { oneLine, reportError } from './errors.ts';
+import { reportError } from './errors.ts';
+import { oneLine } from './terminal-text.ts';
 import { RecoverProgress } from './progress-text.ts';
 import {
   recordRows,
@@ -24,7 +24,6 @@ import {
   rescaleUsage,
 } from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
-import { planFlinkRead } from '../services/formats/flink/entry-source.ts';
 import { inspectUsage, withRecoveryInspector, type RecoveryInspector } from './recover-inspect.ts';
 
 const MIB = 1024 * 1024;
@@ -91,13 +90,6 @@ interface RecoverArgs {
   remote: ReturnType<typeof remoteOptionsFromEnv>;
 }
 
-/** The output dir with its sinks: channel files, and with `--output-state` subpartition files. */
-interface Outputs {
-  out: OutputDir;
-  sink: ChannelFileSink;
-  outputSink: ChannelFileSink | undefined;
-}
-
 export const run = (argv: string[], io: Io): Promise<number> =>
   withRecoveryInspector(argv, io, (rest, inspector) => recover(rest, io, inspector));
 
@@ -107,23 +99,30 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
     io.out.write(usage);
     return 0;
   }
-  await refuseBadInput(args);
-  const outputs = await openOutputs(args, io);
   const signals = trapSignals((line) => io.err.write(line));
   // A bar on a terminal (with --json too: it erases itself), plain lines on a non-terminal
   // stderr unless --json asked for machine output only.
   const progress =
     io.err.isTTY === true || !args.json ? new RecoverProgress(io, 'recover') : undefined;
   try {
-    const { report, retries } = await recoverAndPublish(
-      args,
-      outputs,
-      signals,
-      progress,
-      inspector,
-    );
+    if (args.flink === undefined && args.rescale !== undefined) {
+      await refuseV1ForRescale(args.checkpoint, args.shown);
+    }
+    const report = await runRecoveryToDirectory(
+      libraryOptions(args, signals.signal, io, progress),
+      {
+        startOptions: inspector.options,
+        watch: (recovery) => inspector.watch(recovery),
+        onStart: ({ side, dir }) => {
+          if (side === 'output' && dir === '') progress?.next('output');
+        },
+      },
+    ).catch(async (error: unknown) => {
+      // An SPWC read of a Flink checkpoint: say to pick an operator, not "bad magic".
+      throw args.flink === undefined ? await flinkHint(args.checkpoint, error, args.remote) : error;
+    });
     progress?.done();
-    printResult(io, args, outputs, report, retries);
+    printResult(io, args, report);
     // Past the commit point the run is done: a signal that arrived since is not a cancel.
     return 0;
   } catch (error) {
@@ -156,7 +155,12 @@ function parseArgs(argv: string[]): RecoverArgs | 'help' {
   const outDir = stringOption(values, 'out');
   if (outDir === undefined) throw new UsageError('missing --out DIR');
   if (outDir === '') throw new UsageError('--out must not be empty');
-  const maxSpillFileBytes = intOption(values, 'max-spill-file-bytes', 64 * 1024 * 1024, { min: 1 });
+  const maxSpillFileBytes = intOption(
+    values,
+    'max-spill-file-bytes',
+    64 * 1024 * 1024,
+    OPTION_RANGES['limits.maxSpillFileBytes'],
+  );
   const flink = flinkFromArgs(values);
   const rescale = rescaleFromArgs(values, flink !== undefined);
   return {
@@ -173,54 +177,21 @@ function parseArgs(argv: string[]): RecoverArgs | 'help' {
   };
 }
 
-/**
- * Bad input is refused before anything is created (exit 2). A Flink checkpoint: its operator,
- * subtask and every file its handles name are checked here too.
- */
-async function refuseBadInput({ checkpoint, shown, flink, rescale, remote }: RecoverArgs) {
-  if (flink === undefined) {
-    await checkCheckpointSource(checkpoint, remote).catch(async (error: unknown) => {
-      throw await flinkHint(checkpoint, error, remote);
-    });
-    if (rescale !== undefined) await refuseV1ForRescale(checkpoint, shown);
-  } else {
-    await planFlinkRead(checkpoint, flink, { remote, allSubtasks: rescale !== undefined });
-  }
-}
-
-/** Opens `--out` (its private staging dir) and the sinks that write into it. */
-async function openOutputs(args: RecoverArgs, io: Io): Promise<Outputs> {
-  const out = await OutputDir.open(args.outDir, {
-    overwrite: args.overwrite,
-    log: (line) => void (process.env.SPILLWAY_DEBUG ? io.err.write(`${line}\n`) : undefined),
-    notice: (line) => void io.err.write(`${oneLine(line)}\n`),
-  });
-  const sink = new ChannelFileSink(out.stagingDir);
-  // A Flink recovery's output side: its own sink (files named by partition and subpartition)
-  // in the same staging dir, recovered after the input side through the same lifecycle.
-  const outputSink =
-    args.flink?.outputState === true
-      ? new ChannelFileSink(
-          out.stagingDir,
-          {},
-          (info) => `partition-${info.gate}-subpartition-${info.channel}`,
-        )
-      : undefined;
-  return { out, sink, outputSink };
-}
-
-/** The library's options for one recovery into `target` (the input side, or the output side). */
-function recoveryOptions(
+/** The library's options for the recovery into `--out`. */
+function libraryOptions(
   args: RecoverArgs,
-  target: ChannelFileSink,
-  outputState: boolean,
   signal: AbortSignal,
+  io: Io,
   progress: RecoverProgress | undefined,
-): StartOptions {
+): RecoverToDirectoryOptions {
   return {
     checkpoint: args.checkpoint,
+    out: args.outDir,
+    overwrite: args.overwrite,
+    log: (line) =>
+      void (process.env.SPILLWAY_DEBUG ? io.err.write(`${oneLine(line)}\n`) : undefined),
+    notice: (line) => void io.err.write(`${oneLine(line)}\n`),
     spillRoot: args.spillRoot,
-    channels: (info) => target.consumer(info),
     signal,
     // Large buffers for a sink that copies into files: one per 1 MiB instead of per 32 KiB,
     // 1/32 of the per-buffer work, which was most of recover's cost over dd's on a tmpfs.
@@ -231,79 +202,8 @@ function recoveryOptions(
       ? { onProgress: progress.show.bind(progress), progressIntervalMs: 200 }
       : {}),
     ...(args.rescale !== undefined ? { rescale: args.rescale } : {}),
-    ...(args.flink !== undefined ? { flink: { ...args.flink, outputState } } : {}),
+    ...(args.flink !== undefined ? { flink: args.flink } : {}),
     remote: args.remote,
-  };
-}
-
-/**
- * Recovers the input side (then the output side) into the staging dir and publishes it in one
- * step; on any failure the sinks and the staging dir are discarded (DIR as it was) and the
- * first cause is thrown, later ones in its `.suppressed`.
- */
-async function recoverAndPublish(
-  args: RecoverArgs,
-  { out, sink, outputSink }: Outputs,
-  signals: SignalScope,
-  progress: RecoverProgress | undefined,
-  inspector: RecoveryInspector,
-): Promise<{ report: RecoveryReport; retries: number }> {
-  // With --inspect each recovery is watched live (its inspection events and its owners).
-  const start = (target: ChannelFileSink, outputState: boolean) =>
-    inspector.watch(
-      startRecovery({
-        ...inspector.options,
-        ...recoveryOptions(args, target, outputState, signals.signal, progress),
-      }),
-    );
-  let recovery = start(sink, false);
-  try {
-    let report = await recovery.done;
-    await sink.finish();
-    if (outputSink !== undefined) {
-      progress?.next('output');
-      recovery = start(outputSink, true);
-      const outputReport = await recovery.done;
-      await outputSink.finish();
-      report = sumReports(report, outputReport);
-    }
-    // One step (G10): a signal before its commit point undoes every move and cancels the
-    // run; after it, the run is complete and a late signal changes nothing.
-    await out.publish(
-      [
-        ...sink.channels,
-        ...(outputSink?.channels ?? []).map(
-          (c) => `partition-${c.gate}-subpartition-${c.channel}.bin`,
-        ),
-      ],
-      { signal: signals.signal },
-    );
-    return { report, retries: recovery.progress().retries };
-  } catch (error) {
-    await sink.discard().catch((e) => addSuppressed(error as Error, e));
-    await outputSink?.discard().catch((e) => addSuppressed(error as Error, e));
-    await out.discard().catch((e) => addSuppressed(error as Error, e));
-    throw args.flink === undefined ? await flinkHint(args.checkpoint, error, args.remote) : error;
-  }
-}
-
-/** Which of the files DIR held before were replaced by this run, and which it left alone. */
-function sortExisting({ out, sink, outputSink }: Outputs): { replaced: string[]; stale: string[] } {
-  // Sets, not nested scans: at 20,000 replaced files a scan per file took minutes. Only when
-  // DIR held channel files: a set of 262,144 names is ~20 MiB that a fresh DIR never needs.
-  const published = new Set(
-    out.existing.length === 0
-      ? []
-      : [
-          ...sink.channels.map((c) => `${channelKey(c)}.bin`),
-          ...(outputSink?.channels ?? []).map(
-            (c) => `partition-${c.gate}-subpartition-${c.channel}.bin`,
-          ),
-        ],
-  );
-  return {
-    replaced: out.existing.filter((name) => published.has(name)),
-    stale: out.existing.filter((name) => !published.has(name)),
   };
 }
 
@@ -311,12 +211,9 @@ function sortExisting({ out, sink, outputSink }: Outputs): { replaced: string[];
 function printResult(
   io: Io,
   args: RecoverArgs,
-  outputs: Outputs,
-  report: RecoveryReport,
-  retries: number,
+  { total: report, retries, replaced, stale }: DirectoryReport,
 ): void {
   const { outDir, shown } = args;
-  const { replaced, stale } = sortExisting(outputs);
   const result = {
     checkpoint: shown,
     out: outDir,
@@ -334,7 +231,7 @@ function printResult(
   if (args.json) printJson(io, result);
   else {
     io.err.write(
-      `recovered ${shown}\n` +
+      `recovered ${oneLine(shown)}\n` +
         table([
           ['channels', result.channels],
           ['bytes', `${result.bytes} (${mib(result.bytes)})`],
@@ -343,7 +240,7 @@ function printResult(
           ...recordRows(report.records),
           ['time', `${result.durationMs} ms`],
           ...(result.retries > 0 ? [['retries', result.retries] as [string, number]] : []),
-          ['out', outDir],
+          ['out', oneLine(outDir)],
           ...(replaced.length > 0 ? [['replaced', replaced.length] as [string, number]] : []),
         ]),
     );
@@ -351,8 +248,9 @@ function printResult(
   if (stale.length > 0) {
     // Never deleted (they are not this run's), but never silently mixed in either.
     io.err.write(
-      `spillway recover: ${outDir} also holds ${stale.length} channel file(s) this checkpoint ` +
-        `does not name, left as they were: ${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', …' : ''}\n`,
+      `spillway recover: ${oneLine(outDir)} also holds ${stale.length} channel file(s) this ` +
+        `checkpoint does not name, left as they were: ${oneLine(stale.slice(0, 3).join(', '))}` +
+        `${stale.length > 3 ? ', …' : ''}\n`,
     );
   }
 }
@@ -367,26 +265,4 @@ function reportFailure(io: Io, error: unknown, args: RecoverArgs, signals: Signa
     return signals.exitCode;
   }
   return reportError(io, error, 'recover', args.json);
-}
-
-/** The input side's report with the output side's counts added (`--output-state`). */
-function sumReports<
-  R extends {
-    channels: number;
-    bytesDelivered: number;
-    spillFiles: number;
-    spilledBytes: number;
-    entries: number;
-    durationMs: number;
-  },
->(a: R, b: R): R {
-  return {
-    ...a,
-    channels: a.channels + b.channels,
-    bytesDelivered: a.bytesDelivered + b.bytesDelivered,
-    spillFiles: a.spillFiles + b.spillFiles,
-    spilledBytes: a.spilledBytes + b.spilledBytes,
-    entries: a.entries + b.entries,
-    durationMs: a.durationMs + b.durationMs,
-  };
 }

@@ -1,4 +1,5 @@
 /** `spillway sweep [--spill-root DIR] [--dry-run] [--json]` */
+import { oneLine } from './terminal-text.ts';
 import { join, resolve } from 'node:path';
 import { listSpillRoot, type SpillRootListing } from '../services/spill-root/listing.ts';
 import { resolveSpillRoot } from '../services/spill-root/spill-root.ts';
@@ -29,11 +30,11 @@ function age(ms: number | undefined): string {
 }
 
 function describe(listing: SpillRootListing): string {
-  const lines = [`${listing.dir}: ${listing.owners.length} owner(s)`];
+  const lines = [`${oneLine(listing.dir)}: ${listing.owners.length} owner(s)`];
   for (const o of listing.owners) {
     lines.push(
       `  ${o.alive ? 'alive' : 'DEAD '} pid ${o.pid}  age ${age(o.ageMs)}  ` +
-        `${o.tasks.length} task dir(s), ${o.files} file(s), ${mib(o.bytes)}  ${o.path}`,
+        `${o.tasks.length} task dir(s), ${o.files} file(s), ${mib(o.bytes)}  ${oneLine(o.path)}`,
       `        ${o.reason}`,
     );
     for (const t of o.tasks) lines.push(`        ${t.path}: ${t.files} file(s), ${mib(t.bytes)}`);

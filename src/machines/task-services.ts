@@ -12,7 +12,7 @@ import type { SpillLimits } from '../services/spill/limits.ts';
 import type { RemoteOptions } from '../services/locations/remote-options.ts';
 import type { ProgressCounters } from '../services/progress.ts';
 import type { RescaleOption } from '../services/rescale/rescale-options.ts';
-import type { FlinkSelection } from '../services/formats/flink/entry-source.ts';
+import type { PlannedFlinkSelection } from '../services/formats/flink/entry-source.ts';
 
 import type { StageName } from '../services/stage.ts';
 
@@ -44,7 +44,7 @@ export interface TaskServices {
   /** Remote checkpoints: S3 endpoint, retry policy (undefined for defaults). */
   readonly remote?: RemoteOptions | undefined;
   /** A Flink checkpoint: the operator, subtask and side the fetch stage reads. */
-  readonly flink?: FlinkSelection | undefined;
+  readonly flink?: PlannedFlinkSelection | undefined;
   /** The counters the stages bump (progress reporting). */
   readonly progress: ProgressCounters;
   /** How long an ending waits for a consumer that has not returned (G11). */

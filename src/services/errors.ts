@@ -128,12 +128,14 @@ export class UnknownOperatorError extends SpillwayError {
     readonly kind: 'unknown' | 'ambiguous' | 'subtask' = 'unknown',
     readonly candidates: readonly string[] = [],
     readonly subtask?: number,
+    /** Said right after the operator: " (did you mean 'slow-join'?)" or what was tried. */
+    readonly hint: string = '',
   ) {
     super(
       kind === 'subtask'
         ? `${file}: operator ${operator} has parallelism ${parallelismOf(candidates)}; ` +
             `subtask ${subtask} does not exist (${candidates.join(', ') || 'none'})`
-        : `${file}: ${kind} operator '${operator}'; ` +
+        : `${file}: ${kind} operator '${operator}'${hint}; ` +
             `${kind === 'unknown' ? 'operators' : 'matches'}: ${candidates.join(', ') || 'none'}`,
     );
   }
@@ -476,7 +478,7 @@ export class OutputExistsError extends SpillwayError {
  * @example
  * ```ts
  * const error = new RewriteRefusedError('no-match', 'map/0/input/0/1/7 matches no element');
- * error.message; // 'flink rewrite: map/0/input/0/1/7 matches no element'
+ * error.message; // 'map/0/input/0/1/7 matches no element'
  * ```
  */
 export class RewriteRefusedError extends SpillwayError {
@@ -486,7 +488,7 @@ export class RewriteRefusedError extends SpillwayError {
     readonly kind: 'selector' | 'no-match' | 'partial' | 'unsupported' | 'out',
     readonly reason: string,
   ) {
-    super(`flink rewrite: ${reason}`);
+    super(reason);
   }
 }
 

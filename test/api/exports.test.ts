@@ -19,6 +19,8 @@ const NAMED: Record<string, string> = {
   isSpillwayError: 'narrows an unknown error to the union of our error classes (switch on code)',
   listFlinkCheckpoint: "a Flink checkpoint's operators and channel state (DESIGN §7, `flink ls`)",
   keyHash: 'the key hash of a key type the CLI does not know, for a Flink rescale (DESIGN §7)',
+  recoverToDirectory:
+    "the CLI's `recover --out` with its one-step publish (G10), for apps (DESIGN §8)",
 };
 
 /**
@@ -33,6 +35,7 @@ const BEYOND_30: Record<string, string> = {
   isSpillwayError: NAMED.isSpillwayError!,
   listFlinkCheckpoint: NAMED.listFlinkCheckpoint!,
   keyHash: NAMED.keyHash!,
+  recoverToDirectory: NAMED.recoverToDirectory!,
 };
 
 describe('package entry', () => {

@@ -12,9 +12,12 @@
  */
 import { fsConstants as constants } from '../fs.ts';
 import { dirPrefix } from './dir-prefix.ts';
-import { channelId, channelKey, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
+import { channelFileName } from './file-names.ts';
+import { channelId, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
 import { ErrorCollector, toError } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
+
+const inputFileName = (info: ChannelInfo): string => channelFileName('input', info);
 
 /** How much the sink may hold at once. */
 export interface ChannelFileLimits {
@@ -105,13 +108,13 @@ export class ChannelFileSink {
   private syncTurn: Promise<void> | undefined;
 
   /**
-   * @param fileName a channel's file name without `.bin`; default `gate-<g>-channel-<c>`
-   *   (a Flink recovery's output side names `partition-<p>-subpartition-<s>`).
+   * @param fileName a channel's file name; default `gate-<g>-channel-<c>.bin` (a Flink
+   *   recovery's output side names `partition-<p>-subpartition-<s>.bin`: file-names.ts).
    */
   constructor(
     readonly dir: string,
     limits: ChannelFileLimits = {},
-    private readonly fileName: (info: ChannelInfo) => string = channelKey,
+    private readonly fileName: (info: ChannelInfo) => string = inputFileName,
   ) {
     this.prefix = dirPrefix(dir);
     this.maxStagedBytes = limits.maxStagedBytes ?? 16 * 1024 * 1024;
@@ -219,7 +222,7 @@ export class ChannelFileSink {
     ) {
       return false;
     }
-    const path = this.prefix + this.fileName(work.info) + '.bin';
+    const path = this.prefix + this.fileName(work.info);
     try {
       fsSeam.writeNewFileSync(path, CREATE, 0o666, work.chunks);
     } catch (error) {
@@ -296,7 +299,7 @@ export class ChannelFileSink {
     finish: boolean,
   ): Promise<void> {
     if (this.failure !== undefined) return;
-    const path = this.prefix + this.fileName(info) + '.bin';
+    const path = this.prefix + this.fileName(info);
     if (chunks.length > 0 || !this.created.has(id)) {
       const fd = await this.fdOf(id, path);
       if (chunks.length > 0) await fsSeam.writeFd(fd, path, chunks);

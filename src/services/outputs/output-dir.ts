@@ -24,7 +24,9 @@ import { randomBytes } from 'node:crypto';
 import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
 import { dirPrefix } from './dir-prefix.ts';
-import { channelKey, type ChannelInfo } from '../channel.ts';
+import { CHANNEL_FILE_RE, channelFileName } from './file-names.ts';
+import { missingDirs, removeDirs, stagedFiles, treeDirs } from './publish-tree.ts';
+import type { ChannelInfo } from '../channel.ts';
 import {
   AbortedError,
   addSuppressed,
@@ -40,8 +42,6 @@ import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 
 /** `.spillway-staging-<bootId8>-<pid>-<startTicks>-<rand8>`: whose staging dir it is. */
 const STAGING_RE = /^\.spillway-staging-([0-9a-z]{1,8})-(\d{1,10})-(\d{1,20})-[0-9a-f]{8}$/;
-/** The channel files a recovery writes: what an existing output looks like. */
-const CHANNEL_FILE_RE = /^(?:gate-\d+-channel-\d+|partition-\d+-subpartition-\d+)\.bin$/;
 /** Undo and roll-back moves in flight at once: several, so the thread pool is never idle. */
 const PUBLISH_IN_FLIGHT = 8;
 /**
@@ -194,7 +194,7 @@ export class OutputDir {
     // A string is a file name already (a Flink output subpartition's file).
     const nameOf = (k: number): string => {
       const c = channels[k]!;
-      return typeof c === 'string' ? c : `${channelKey(c)}.bin`;
+      return typeof c === 'string' ? c : channelFileName('input', c);
     };
     const names = (k: number) => {
       const name = nameOf(k);
@@ -239,13 +239,26 @@ export class OutputDir {
       }
       done[k]! |= PUBLISHED;
     };
+    // A tree (nested names): the dirs it needs in DIR, and which of them this run creates —
+    // in the journal, so an undo now or after a crash removes exactly those.
+    const tree = treeDirs(channels.flatMap((c) => (typeof c === 'string' ? [c] : [])));
+    const created = tree.length === 0 ? [] : await missingDirs(this.dir, tree);
+    if (tree.length > 0 && this.overwrite) {
+      throw new OutputDirError(this.dir, 'a tree of subtask dirs is never published over files');
+    }
     // Written and synced before the first move: from here a crash is rolled back by the next
     // run, so the exit hook must not remove the staging dir (it would take the originals).
-    await writeSynced(join(this.stagingDir, PUBLISHING), journalText(this.overwrite));
+    await writeSynced(join(this.stagingDir, PUBLISHING), journalText(this.overwrite, created));
     releaseAtExit(this.stagingDir);
+    let made = 0;
     try {
+      for (const rel of created) {
+        await fsSeam.mkdir(inDir + rel, { mode: 0o777 });
+        made++;
+      }
       await forEachInTurns(channels.length, publishOne);
       checkpoint();
+      for (const rel of tree) await syncDir(inDir + rel);
       await syncDir(this.dir);
       // The commit point.
       await fsSeam.rename(join(this.stagingDir, PUBLISHING), join(this.stagingDir, COMMITTED));
@@ -261,6 +274,9 @@ export class OutputDir {
           addSuppressed(error as Error, e);
         }
       });
+      await removeDirs(this.dir, created.slice(0, made)).catch((e) =>
+        addSuppressed(error as Error, e),
+      );
       await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
       throw error;
     }
@@ -305,10 +321,12 @@ export class OutputDir {
   }
 }
 
-function journalText(overwrite: boolean): string {
+function journalText(overwrite: boolean, dirs: readonly string[]): string {
   return (
     JSON.stringify({
       overwrite,
+      // The dirs this publish creates in DIR (a tree's), removed again by an undo while empty.
+      dirs,
       moves: ['<name> -> DIR/<name> (hard link)', '.replaced-<name> <- DIR/<name> (rename)'],
       undo: 'unlink DIR/<name> if it is <name> (same inode); rename .replaced-<name> back',
     }) + '\n'
@@ -453,7 +471,7 @@ async function settleIfDead(
  * files could not go back (then the staging dir is kept: it holds them).
  */
 async function rollBack(dir: string, staging: string, entries: string[]): Promise<number> {
-  const staged = entries.filter((n) => CHANNEL_FILE_RE.test(n));
+  const staged = await stagedFiles(staging, entries);
   await forEachLimited(staged.length, PUBLISH_IN_FLIGHT, async (k) => {
     const name = staged[k]!;
     const [ours, there] = await Promise.all([
@@ -476,8 +494,24 @@ async function rollBack(dir: string, staging: string, entries: string[]): Promis
     if (taken) kept++;
     else await fsSeam.rename(join(staging, asides[k]!), join(dir, name));
   });
+  await removeDirs(dir, await journalDirs(join(staging, PUBLISHING)));
   await syncDir(dir);
   return kept;
+}
+
+/** The dirs a publish's journal says it creates in DIR (none in a journal of a flat publish). */
+async function journalDirs(journal: string): Promise<string[]> {
+  try {
+    const { dirs } = JSON.parse((await fsSeam.readFile(journal)).toString()) as { dirs?: unknown };
+    // Only paths inside DIR: a journal is never a way to name a dir elsewhere.
+    const inside = (d: unknown): d is string =>
+      typeof d === 'string' &&
+      d !== '' &&
+      d.split('/').every((p) => p !== '' && p !== '.' && p !== '..');
+    return Array.isArray(dirs) ? dirs.filter(inside) : [];
+  } catch {
+    return [];
+  }
 }
 
 /** Removes the output dir this run made and then the parents it made, each only if empty. */

@@ -45,6 +45,15 @@ export interface FlinkSelection extends FlinkPathOptions {
   key?: FlinkKey | undefined;
 }
 
+/**
+ * A selection with its plan already made (by {@link planFlinkRead} or
+ * {@link planFlinkSelection}, for the same selection and side): the read starts at the channel
+ * state, the `_metadata` is not read again. Internal: `recoverToDirectory` plans once.
+ */
+export interface PlannedFlinkSelection extends FlinkSelection {
+  readonly plan?: FlinkReadPlan | undefined;
+}
+
 /** What the source tells its caller before the first entry. */
 export interface FlinkSourceInfo {
   readonly metadata: FlinkCheckpointMetadata;
@@ -104,12 +113,14 @@ interface Group {
  */
 export async function readFlinkEntries(
   location: string,
-  selection: FlinkSelection,
+  selection: PlannedFlinkSelection,
   visitor: CheckpointVisitor,
   options: ReadFlinkEntriesOptions = {},
 ): Promise<FlinkEntriesSummary> {
   const { signal } = options;
-  const { metadata, operator, plan, declared } = await planFlinkRead(location, selection, options);
+  if (signal?.aborted === true) throw signal.reason ?? new AbortedError('Flink read aborted');
+  const { metadata, operator, plan, declared } =
+    selection.plan ?? (await planFlinkRead(location, selection, options));
   options.onOperator?.({ metadata, operator });
   options.onOpen?.(declared);
 
@@ -169,6 +180,24 @@ export async function planFlinkRead(
     ...(signal !== undefined ? { signal } : {}),
     ...(options.remote !== undefined ? { remote: options.remote } : {}),
   });
+  return planFlinkSelection(metadata, selection, options);
+}
+
+/**
+ * {@link planFlinkRead} on metadata already read: one `_metadata` read serves every selection
+ * of a recovery (both sides of a subtask, every subtask of `recover --all`).
+ *
+ * @example
+ * ```ts
+ * const metadata = await readFlinkMetadata('ckpt/job/chk-7');
+ * const input = await planFlinkSelection(metadata, { operator: 'map', subtask: 0 });
+ * ```
+ */
+export async function planFlinkSelection(
+  metadata: FlinkCheckpointMetadata,
+  selection: FlinkSelection,
+  options: Pick<ReadFlinkEntriesOptions, 'allSubtasks'> = {},
+): Promise<FlinkReadPlan> {
   const operator = resolveOperator(metadata, selection.operator);
   const subtasks = selectSubtasks(metadata, operator, selection, options.allSubtasks === true);
   const paths = new FlinkPaths(metadata.location, selection);

@@ -66,6 +66,11 @@ interface ChannelState {
   readonly filter: FrameFilter | undefined;
   /** Kept bytes of the current entry (owned). */
   pending: Buffer[];
+  /**
+   * A filtered channel's last entry with kept bytes, written when the next one comes: the
+   * channel's cut end (its partial element) belongs in its last entry, not in an extra one.
+   */
+  held: Buffer[] | undefined;
 }
 
 /**
@@ -115,7 +120,7 @@ async function rewriteSide(
   const groups = new Map<string, { where: DelegateLocation; handles: DelegateHandle[] }>();
   for (const handle of handles) {
     const out = writer.channel(handle);
-    const state: ChannelState = { handle, out, filter: undefined, pending: [] };
+    const state: ChannelState = { handle, out, filter: undefined, pending: [], held: undefined };
     (state as { filter: FrameFilter | undefined }).filter = filterFor(
       ctx,
       operator,
@@ -136,7 +141,12 @@ async function rewriteSide(
       if (current === undefined) return;
       const parts = current.pending;
       current.pending = [];
-      if (parts.length > 0) await writer.entry(current.out, parts);
+      if (current.filter === undefined) {
+        if (parts.length > 0) await writer.entry(current.out, parts);
+      } else if (parts.length > 0) {
+        if (current.held !== undefined) await writer.entry(current.out, current.held);
+        current.held = parts;
+      }
       ctx.onEntry(entryBytes);
       current = undefined;
     };
@@ -186,11 +196,10 @@ async function rewriteSide(
         );
       }
     }
-    if (state.pending.length > 0) {
-      const parts = state.pending;
-      state.pending = [];
-      await writer.entry(state.out, parts);
-    }
+    const last = [...(state.held ?? []), ...state.pending];
+    state.held = undefined;
+    state.pending = [];
+    if (last.length > 0) await writer.entry(state.out, last);
   }
 }
 

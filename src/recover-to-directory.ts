@@ -1,0 +1,176 @@
+/**
+ * `recoverToDirectory(options)`: the CLI's `recover --out DIR` for apps — the recoveries wired
+ * to the task machine (src/recover.ts), the directory's preflight, sinks, naming and one-step
+ * publish (services/outputs/recover-to-directory.ts).
+ */
+import { startRecovery, type StartOptions, type StartedRecovery } from './recover.ts';
+import type { RecoverOptions } from './recovery-types.ts';
+import { validateRecoverOptions } from './recovery-options.ts';
+import { invalidOption } from './services/option-error.ts';
+import {
+  recoverIntoDirectory,
+  type DirectoryResult,
+  type SideRequest,
+} from './services/outputs/recover-to-directory.ts';
+import type { RescaleOption } from './services/rescale/rescale-options.ts';
+import type { RescaleTarget } from './services/rescale/key-groups.ts';
+
+/**
+ * Every new subtask of a rescaled restore at once: `rescale` without `subtask` writes
+ * `subtask-<i>/…` for each `i` in `0 … parallelism-1`.
+ */
+export type RescaleAll = Omit<RescaleTarget, 'subtask'> & { maxRecordBytes?: number };
+
+/**
+ * Options of {@link recoverToDirectory}: a recovery's options without `channels` (every channel
+ * goes to its file in `out`), plus the directory's.
+ *
+ * @example
+ * ```ts
+ * const options: RecoverToDirectoryOptions = { checkpoint: 'job.spwc', out: 'recovered' };
+ * ```
+ */
+export interface RecoverToDirectoryOptions extends Omit<
+  RecoverOptions,
+  'channels' | 'autoFinish' | 'rescale'
+> {
+  /** The output dir: created if missing; its files appear all at once or not at all (G10). */
+  out: string;
+  /** Replace channel files `out` already holds (by rename, never through a link). */
+  overwrite?: boolean | undefined;
+  /**
+   * A Flink checkpoint: every operator and subtask with channel state, input and output, into
+   * `out/<operator>/subtask-<n>/` (`<operator>`: its uid where the metadata has a plain one,
+   * else its id). `flink` may then be left out, or give only the path rules (`allowPaths`,
+   * `relocate`): its operator and subtask are ignored.
+   */
+  all?: boolean | undefined;
+  /** As {@link RecoverOptions.rescale}; without `subtask`, every new subtask (see {@link RescaleAll}). */
+  rescale?: RescaleOption | RescaleAll | undefined;
+  /** Decisions about leftovers of earlier runs in `out`, one line each. */
+  log?: ((line: string) => void) | undefined;
+  /** An interrupted earlier publish restored or completed, one line each. */
+  notice?: ((line: string) => void) | undefined;
+}
+
+/** What {@link recoverToDirectory} did: the counts per subtask and side, and added up. */
+export type DirectoryReport = DirectoryResult;
+
+/** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
+export interface DirectoryHooks {
+  startOptions?: Partial<StartOptions>;
+  watch?: (recovery: StartedRecovery) => StartedRecovery;
+  onStart?: (request: SideRequest) => void;
+}
+
+/**
+ * Recovers `options.checkpoint` into the directory `options.out`: one file per input channel
+ * (`gate-<g>-channel-<c>.bin`) and, for a Flink checkpoint with `flink.outputState`, one per
+ * result subpartition (`partition-<p>-subpartition-<s>.bin`); with `all`, every subtask's
+ * under `<operator>/subtask-<n>/`; with `rescale` lacking `subtask`, every new subtask's under
+ * `subtask-<i>/`. Bad input is refused before anything is created. The files are written into
+ * a private staging dir inside `out` and published in one step: a failure, or `signal`
+ * aborted before the commit point, leaves `out` exactly as found (and no spill file anywhere).
+ *
+ * @throws `TypeError` for a malformed option; the recovery's typed errors
+ *   (`CorruptCheckpointError`, `OutputExistsError`, `UnknownOperatorError`, …) as they are.
+ * @example
+ * ```ts
+ * import { recoverToDirectory } from 'spillway';
+ *
+ * const report = await recoverToDirectory({
+ *   checkpoint: 'ckpt/job/chk-7',
+ *   out: 'recovered',
+ *   all: true,
+ *   flink: { operator: '', subtask: 0 },
+ *   signal: AbortSignal.timeout(60_000),
+ * });
+ * console.log(report.files, report.total.bytesDelivered);
+ * ```
+ */
+export function recoverToDirectory(options: RecoverToDirectoryOptions): Promise<DirectoryReport> {
+  const { out, overwrite, all, log, notice, rescale, ...recovery } = options;
+  if (typeof out !== 'string' || out === '') {
+    throw invalidOption('out', 'a directory path (a non-empty string)', out);
+  }
+  for (const [name, value] of Object.entries({ overwrite, all })) {
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw invalidOption(name, 'a boolean', value);
+    }
+  }
+  for (const [name, value] of Object.entries({ log, notice })) {
+    if (value !== undefined && typeof value !== 'function') {
+      throw invalidOption(name, 'a function', value);
+    }
+  }
+  // The recovery's own keys are checked as recoverChannelState checks them.
+  validateRecoverOptions({
+    ...recovery,
+    // With `all` the operator and subtask are every one: only the path rules are the caller's.
+    ...(all === true ? { flink: { ...recovery.flink, operator: 'all', subtask: 0 } } : {}),
+    channels: () => ({ onBuffer: () => undefined, onFinished: () => undefined }),
+    ...(rescale !== undefined ? { rescale: { subtask: 0, ...rescale } } : {}),
+  });
+  return runRecoveryToDirectory(options);
+}
+
+/**
+ * {@link recoverToDirectory} without the option checks, with the CLI's hooks.
+ *
+ * @example
+ * ```ts
+ * await runRecoveryToDirectory(options, { onStart: () => bar.next('output') });
+ * ```
+ */
+export async function runRecoveryToDirectory(
+  options: RecoverToDirectoryOptions,
+  hooks: DirectoryHooks = {},
+): Promise<DirectoryReport> {
+  const { out, overwrite, all, log, notice, rescale, ...recovery } = options;
+  const rescaleAll =
+    rescale !== undefined &&
+    !('keep' in rescale) &&
+    (rescale as { subtask?: number }).subtask === undefined
+      ? rescale.parallelism
+      : undefined;
+  const watch = hooks.watch ?? ((r: StartedRecovery) => r);
+  return recoverIntoDirectory(
+    {
+      checkpoint: recovery.checkpoint,
+      out,
+      overwrite,
+      signal: recovery.signal,
+      remote: recovery.remote,
+      flink: all === true ? { operator: '', subtask: 0, ...recovery.flink } : recovery.flink,
+      all,
+      rescale: rescale !== undefined,
+      rescaleAll,
+      log,
+      notice,
+      onStart: hooks.onStart,
+    },
+    (request) =>
+      watch(
+        startRecovery({
+          ...hooks.startOptions,
+          ...recovery,
+          channels: request.channels,
+          ...flinkOf(request),
+          ...(rescale !== undefined
+            ? {
+                rescale: (request.rescaleSubtask !== undefined
+                  ? { ...rescale, subtask: request.rescaleSubtask }
+                  : rescale) as RescaleOption,
+              }
+            : {}),
+        }),
+      ),
+  );
+}
+
+/** A request's Flink selection, and its plan apart (an internal option, not the selection's). */
+function flinkOf({ flink }: SideRequest): Pick<StartOptions, 'flink' | 'flinkPlan'> {
+  if (flink === undefined) return {};
+  const { plan, ...selection } = flink;
+  return { flink: selection, ...(plan !== undefined ? { flinkPlan: plan } : {}) };
+}

@@ -1,0 +1,377 @@
+/**
+ * A recovery into a directory, as `spillway recover --out DIR` runs it and as an app embeds it:
+ * the preflight (the checkpoint opened, a Flink `_metadata` read and planned once), the output
+ * dir and its sinks, the recoveries (a subtask's input side, then its output side; every
+ * subtask of `--all`; every new subtask of `--rescale P`), and the journaled one-step publish
+ * (G10): an ending before its commit point leaves DIR exactly as found.
+ *
+ * Plain async code: the recoveries themselves are started through `start`, handed in by the
+ * layer that owns the task machine (src/recover-to-directory.ts, the CLI).
+ */
+import { join } from 'node:path';
+import type { ChannelConsumer, ChannelInfo } from '../channel.ts';
+import {
+  AbortedError,
+  addSuppressed,
+  errnoOf,
+  OutputDirError,
+  OutputExistsError,
+} from '../errors.ts';
+import { fsSeam } from '../fs.ts';
+import { checkCheckpointSource, type SourceOptions } from '../locations/source.ts';
+import { readFlinkMetadata } from '../formats/flink/metadata.ts';
+import {
+  planFlinkSelection,
+  type FlinkReadPlan,
+  type FlinkSelection,
+  type PlannedFlinkSelection,
+} from '../formats/flink/entry-source.ts';
+import type { FlinkCheckpointMetadata } from '../formats/flink/metadata-types.ts';
+import type { RecordReport } from '../rescale/filtering-spill.ts';
+import { ChannelFileSink } from './channel-files.ts';
+import {
+  CHANNEL_FILE_RE,
+  channelFileName,
+  operatorDirs,
+  subtaskDir,
+  type OutputSide,
+} from './file-names.ts';
+import { OutputDir } from './output-dir.ts';
+
+/** What one recovery reports that a directory's report adds up. */
+export interface SideReport {
+  channels: number;
+  bytesDelivered: number;
+  spillFiles: number;
+  spilledBytes: number;
+  entries: number;
+  durationMs: number;
+  records?: RecordReport | undefined;
+}
+
+/** A started recovery, as far as a directory needs it. */
+export interface SideRecovery {
+  readonly done: Promise<SideReport>;
+  progress(): { retries: number };
+}
+
+/** One recovery the directory asks `start` for. */
+export interface SideRequest {
+  /** Where each channel (or subpartition) goes: a file in the staging dir. */
+  readonly channels: (info: ChannelInfo) => ChannelConsumer;
+  /** A Flink checkpoint: the operator, subtask and side, planned (the metadata is not read again). */
+  readonly flink?: PlannedFlinkSelection | undefined;
+  /** `--rescale P`: the new subtask this recovery is for (the rest of the target is the caller's). */
+  readonly rescaleSubtask?: number | undefined;
+  /** Which side it recovers, and into which directory under DIR (`''`: DIR itself). */
+  readonly side: OutputSide;
+  readonly dir: string;
+}
+
+/** Options of {@link recoverIntoDirectory}. */
+export interface DirectoryOptions {
+  checkpoint: string;
+  /** The output dir (created if missing, with its missing parents). */
+  out: string;
+  /** Replace channel files DIR already holds (not with `all` or `rescaleAll`). */
+  overwrite?: boolean | undefined;
+  /** Aborting it cancels the recovery in progress, or the publish before its commit point. */
+  signal?: AbortSignal | undefined;
+  remote?: SourceOptions | undefined;
+  /** A Flink checkpoint: the selection; `outputState` recovers both sides. */
+  flink?: FlinkSelection | undefined;
+  /** Flink: every operator and subtask with channel state, both sides, into `<operator>/subtask-<n>/`. */
+  all?: boolean | undefined;
+  /** Rescaling a Flink checkpoint: read every old subtask. */
+  rescale?: boolean | undefined;
+  /** `--rescale P` without I: every new subtask `0 … P-1` into `subtask-<i>/`. */
+  rescaleAll?: number | undefined;
+  /** Decisions about leftovers of earlier runs, one line each. */
+  log?: ((line: string) => void) | undefined;
+  /** What a person must hear (an interrupted publish restored or completed), one line each. */
+  notice?: ((line: string) => void) | undefined;
+  /** Called before each recovery starts (a progress bar's next stage). */
+  onStart?: ((request: SideRequest) => void) | undefined;
+}
+
+/** What one subtask (or, rescaling to P, one new subtask) put into the directory. */
+export interface DirectoryUnit {
+  /** Its directory under DIR (`''`: DIR itself). */
+  dir: string;
+  operator?: string | undefined;
+  subtask?: number | undefined;
+  input?: SideReport | undefined;
+  output?: SideReport | undefined;
+}
+
+/** What {@link recoverIntoDirectory} did. */
+export interface DirectoryResult {
+  /** Every recovery's counts added up. */
+  total: SideReport;
+  units: DirectoryUnit[];
+  retries: number;
+  /** Files published (paths relative to DIR). */
+  files: number;
+  /** Channel files DIR held before that this run replaced, and those it left alone. */
+  replaced: string[];
+  stale: string[];
+}
+
+/** A unit's recoveries, worked out before anything is created. */
+interface PlannedUnit {
+  readonly dir: string;
+  readonly operator?: string;
+  readonly subtask?: number;
+  readonly sides: readonly {
+    side: OutputSide;
+    flink?: PlannedFlinkSelection;
+    rescaleSubtask?: number;
+  }[];
+}
+
+/**
+ * Recovers into `options.out` and publishes in one step. Bad input is refused before anything
+ * is created; on any failure or abort before the commit point every sink, the staging dir and
+ * any dir this run created are removed (DIR as it was) and the first cause is thrown, later ones
+ * in its `.suppressed`.
+ *
+ * @example
+ * ```ts
+ * const result = await recoverIntoDirectory(
+ *   { checkpoint: 'ckpt/job/chk-7', out: 'out', flink: { operator: 'map', subtask: 0 } },
+ *   (request) => startRecovery({ checkpoint: 'ckpt/job/chk-7', ...request }),
+ * );
+ * ```
+ */
+export async function recoverIntoDirectory(
+  options: DirectoryOptions,
+  start: (request: SideRequest) => SideRecovery,
+): Promise<DirectoryResult> {
+  const nested = options.all === true || options.rescaleAll !== undefined;
+  if (nested && options.overwrite === true) {
+    throw new OutputDirError(
+      options.out,
+      'a tree of subtask dirs is only written into new names: --overwrite is for one subtask',
+    );
+  }
+  const units = await preflight(options);
+  if (nested) await refuseTakenNames(options.out, units);
+  const out = await OutputDir.open(options.out, {
+    overwrite: options.overwrite === true,
+    ...(options.log !== undefined ? { log: options.log } : {}),
+    ...(options.notice !== undefined ? { notice: options.notice } : {}),
+  });
+  const sinks: { sink: ChannelFileSink; side: OutputSide; dir: string }[] = [];
+  const results: DirectoryUnit[] = [];
+  let retries = 0;
+  try {
+    for (const unit of units) {
+      const result: DirectoryUnit = {
+        dir: unit.dir,
+        ...(unit.operator !== undefined ? { operator: unit.operator } : {}),
+        ...(unit.subtask !== undefined ? { subtask: unit.subtask } : {}),
+      };
+      results.push(result);
+      const staging = unit.dir === '' ? out.stagingDir : join(out.stagingDir, unit.dir);
+      if (unit.dir !== '') await fsSeam.mkdir(staging, { recursive: true, mode: 0o700 });
+      for (const { side, flink, rescaleSubtask } of unit.sides) {
+        if (options.signal?.aborted === true) {
+          throw new AbortedError('recovery into a directory cancelled', {
+            cause: options.signal.reason,
+          });
+        }
+        const sink = new ChannelFileSink(staging, {}, (info) => channelFileName(side, info));
+        sinks.push({ sink, side, dir: unit.dir });
+        const request: SideRequest = {
+          channels: (info) => sink.consumer(info),
+          flink,
+          rescaleSubtask,
+          side,
+          dir: unit.dir,
+        };
+        options.onStart?.(request);
+        const recovery = start(request);
+        const report = await recovery.done;
+        await sink.finish();
+        retries += recovery.progress().retries;
+        result[side] = report;
+      }
+    }
+    const names = sinks.flatMap(({ sink, side, dir }) =>
+      sink.channels.map((c) => (dir === '' ? '' : `${dir}/`) + channelFileName(side, c)),
+    );
+    // One step (G10): a signal before its commit point undoes every move and cancels the
+    // run; after it, the run is complete and a late signal changes nothing.
+    await out.publish(names, options.signal !== undefined ? { signal: options.signal } : {});
+    return {
+      total: sumReports(results.flatMap((u) => [u.input, u.output])),
+      units: results,
+      retries,
+      files: names.length,
+      ...sortExisting(out.existing, names),
+    };
+  } catch (error) {
+    for (const { sink } of sinks) {
+      await sink.discard().catch((e) => addSuppressed(error as Error, e));
+    }
+    await out.discard().catch((e) => addSuppressed(error as Error, e));
+    throw error;
+  }
+}
+
+/**
+ * Checks the input before anything is created: an SPWC checkpoint is opened (and closed); a
+ * Flink `_metadata` is read once and every recovery of the run planned from it (operator,
+ * subtask, every delegate file located and confined).
+ */
+async function preflight(options: DirectoryOptions): Promise<PlannedUnit[]> {
+  const { flink, remote, signal } = options;
+  if (flink === undefined) {
+    await checkCheckpointSource(options.checkpoint, remote);
+    if (options.rescaleAll !== undefined) {
+      return Array.from({ length: options.rescaleAll }, (_, i) => ({
+        dir: subtaskDir(i),
+        sides: [{ side: 'input' as const, rescaleSubtask: i }],
+      }));
+    }
+    return [{ dir: '', sides: [{ side: 'input' }] }];
+  }
+  const metadata = await readFlinkMetadata(options.checkpoint, {
+    ...(signal !== undefined ? { signal } : {}),
+    ...(remote !== undefined ? { remote } : {}),
+  });
+  if (options.all === true) return planAll(metadata, flink);
+  const rescaling = options.rescale === true || options.rescaleAll !== undefined;
+  const plan = (outputState: boolean): Promise<FlinkReadPlan> =>
+    planFlinkSelection(metadata, { ...flink, outputState }, { allSubtasks: rescaling });
+  if (options.rescaleAll !== undefined) {
+    const input = await plan(false);
+    return Array.from({ length: options.rescaleAll }, (_, i) => ({
+      dir: subtaskDir(i),
+      sides: [
+        {
+          side: 'input' as const,
+          flink: { ...flink, outputState: false, plan: input },
+          rescaleSubtask: i,
+        },
+      ],
+    }));
+  }
+  const sides: PlannedUnit['sides'][number][] = [
+    { side: 'input', flink: { ...flink, outputState: false, plan: await plan(false) } },
+  ];
+  if (flink.outputState === true) {
+    sides.push({ side: 'output', flink: { ...flink, outputState: true, plan: await plan(true) } });
+  }
+  return [{ dir: '', sides }];
+}
+
+/** `--all`: every operator and subtask with a channel handle, each side that has one. */
+async function planAll(
+  metadata: FlinkCheckpointMetadata,
+  flink: FlinkSelection,
+): Promise<PlannedUnit[]> {
+  const dirs = operatorDirs(metadata.operators);
+  const units: PlannedUnit[] = [];
+  for (const [k, operator] of metadata.operators.entries()) {
+    const subtasks = [...operator.subtasks].sort((a, b) => a.index - b.index);
+    for (const subtask of subtasks) {
+      const sides: PlannedUnit['sides'][number][] = [];
+      for (const side of ['input', 'output'] as const) {
+        const handles = side === 'input' ? subtask.inputChannels : subtask.outputSubpartitions;
+        if (handles.length === 0) continue;
+        // By id: a uid or name could be ambiguous, the id never is.
+        const selection = {
+          ...flink,
+          operator: operator.id,
+          subtask: subtask.index,
+          outputState: side === 'output',
+        };
+        sides.push({
+          side,
+          flink: { ...selection, plan: await planFlinkSelection(metadata, selection) },
+        });
+      }
+      if (sides.length === 0) continue;
+      units.push({
+        dir: `${dirs[k]!}/${subtaskDir(subtask.index)}`,
+        operator: operator.uid ?? operator.id,
+        subtask: subtask.index,
+        sides,
+      });
+    }
+  }
+  return units;
+}
+
+/**
+ * A tree's directories in DIR must be directories (never a link: nothing is written through
+ * one) and hold no channel file yet: refused before anything is recovered.
+ */
+async function refuseTakenNames(out: string, units: readonly PlannedUnit[]): Promise<void> {
+  const seen = new Set<string>();
+  for (const { dir } of units) {
+    const parts = dir.split('/');
+    for (let depth = 1; depth <= parts.length; depth++) {
+      const rel = parts.slice(0, depth).join('/');
+      if (seen.has(rel)) continue;
+      seen.add(rel);
+      const st = await fsSeam.lstat(join(out, rel)).catch((error: unknown) => {
+        if (errnoOf(error) === 'ENOENT' || errnoOf(error) === 'ENOTDIR') return undefined;
+        throw error;
+      });
+      if (st === undefined) break;
+      if (!st.isDirectory()) {
+        throw new OutputDirError(
+          out,
+          `${rel} is not a directory; refused (nothing is written through a link)`,
+        );
+      }
+      if (depth < parts.length) continue;
+      const taken = (await fsSeam.readdir(join(out, rel))).filter((n) => CHANNEL_FILE_RE.test(n));
+      if (taken.length > 0) throw new OutputExistsError(out, `${rel}/${taken.sort()[0]!}`);
+    }
+  }
+}
+
+/** Which of the files DIR held before were replaced by this run, and which it left alone. */
+function sortExisting(
+  existing: readonly string[],
+  published: readonly string[],
+): { replaced: string[]; stale: string[] } {
+  // A set only when DIR held channel files: at 262,144 names it is ~20 MiB a fresh DIR never
+  // needs, and a scan per file took minutes at 20,000.
+  const names = new Set(existing.length === 0 ? [] : published);
+  return {
+    replaced: existing.filter((name) => names.has(name)),
+    stale: existing.filter((name) => !names.has(name)),
+  };
+}
+
+/** The recoveries' counts added up (a missing side counts nothing). */
+function sumReports(reports: readonly (SideReport | undefined)[]): SideReport {
+  const total: SideReport = {
+    channels: 0,
+    bytesDelivered: 0,
+    spillFiles: 0,
+    spilledBytes: 0,
+    entries: 0,
+    durationMs: 0,
+  };
+  for (const r of reports) {
+    if (r === undefined) continue;
+    total.channels += r.channels;
+    total.bytesDelivered += r.bytesDelivered;
+    total.spillFiles += r.spillFiles;
+    total.spilledBytes += r.spilledBytes;
+    total.entries += r.entries;
+    total.durationMs += r.durationMs;
+    if (r.records !== undefined) {
+      const into = (total.records ??= { read: 0, kept: 0, dropped: 0 });
+      into.read += r.records.read;
+      into.kept += r.records.kept;
+      into.dropped += r.records.dropped;
+    }
+  }
+  return total;
+}
