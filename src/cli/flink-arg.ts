@@ -40,7 +40,7 @@ function list(values: Parsed['values'], name: string): string[] {
 }
 
 /** Parses `--key`: `long`, `int` or `bytes:K`. */
-function keyFromArgs(raw: string | undefined): FlinkKey | undefined {
+export function keyFromArgs(raw: string | undefined): FlinkKey | undefined {
   if (raw === undefined || raw === 'long' || raw === 'int') return raw;
   const m = /^bytes:(\d+)$/.exec(raw);
   const bytes = m === null ? NaN : Number(m[1]);

@@ -21,6 +21,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   if (sub === 'ls') return (await import('./flink-ls.ts')).ls(rest, io);
+  if (sub === 'records') return (await import('./flink-records.ts')).run(rest, io);
   if (sub === 'rewrite') return (await import('./flink-rewrite.ts')).run(rest, io);
   throw new UsageError(`unknown subcommand 'flink ${sub}' (try 'spillway flink ls')`);
 }
