@@ -146,6 +146,10 @@ export async function runRecoveryToDirectory(
       all,
       rescale: rescale !== undefined,
       rescaleAll,
+      rescaleSubtask:
+        rescale !== undefined && !('keep' in rescale)
+          ? (rescale as { subtask?: number }).subtask
+          : undefined,
       log,
       notice,
       onStart: hooks.onStart,

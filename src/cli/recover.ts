@@ -18,6 +18,7 @@ import { trapSignals, type SignalScope } from './signals.ts';
 import { reportError } from './errors.ts';
 import { oneLine } from './terminal-text.ts';
 import { RecoverProgress } from './progress-text.ts';
+import { unitFields, whoText } from './recover-report.ts';
 import {
   recordRows,
   refuseV1ForRescale,
@@ -36,11 +37,13 @@ import {
 const MIB = 1024 * 1024;
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
-                        [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--s3-endpoint URL]
-                        [--inspect[=PORT]] [--json]
+                        [--overwrite] [--rescale I/P[/M] | --rescale P] [--key-bytes K]
+                        [--s3-endpoint URL] [--inspect[=PORT]] [--json]
        spillway recover FLINK-CHECKPOINT --operator OP --subtask N --out DIR [--output-state]
-                        [--rescale I/P[/M] --key long|int|bytes:K] [--allow-path DIR]...
-                        [--relocate FROM=TO]... [other options as above]
+                        [--allow-path DIR]... [--relocate FROM=TO]... [other options as above]
+       spillway recover FLINK-CHECKPOINT --operator OP --rescale I/P[/M] | P --key long|int|bytes:K
+                        --out DIR [...]
+       spillway recover FLINK-CHECKPOINT --all --out DIR [...]
 
 Recovers the channel state in CHECKPOINT (SPWC: a path, an http(s):// URL, a presigned URL,
 or s3://bucket/key) through fetch → gap → drain and writes
@@ -93,6 +96,8 @@ interface RecoverArgs {
   overwrite: boolean;
   json: boolean;
   flink: ReturnType<typeof flinkFromArgs>;
+  /** `--all`: every operator and subtask of a Flink checkpoint. */
+  all: boolean;
   rescale: ReturnType<typeof rescaleFromArgs>;
   remote: ReturnType<typeof remoteOptionsFromEnv>;
 }
@@ -179,6 +184,7 @@ function parseArgs(argv: string[]): RecoverArgs | 'help' {
     overwrite: values.overwrite === true,
     json: values.json === true,
     flink,
+    all: values.all === true,
     rescale,
     remote: remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint')),
   };
@@ -210,16 +216,14 @@ function libraryOptions(
       : {}),
     ...(args.rescale !== undefined ? { rescale: args.rescale } : {}),
     ...(args.flink !== undefined ? { flink: args.flink } : {}),
+    ...(args.all ? { all: true } : {}),
     remote: args.remote,
   };
 }
 
 /** The JSON object, or the table on stderr, and a notice of stale files DIR also holds. */
-function printResult(
-  io: Io,
-  args: RecoverArgs,
-  { total: report, retries, replaced, stale }: DirectoryReport,
-): void {
+function printResult(io: Io, args: RecoverArgs, directory: DirectoryReport): void {
+  const { total: report, retries, replaced, stale } = directory;
   const { outDir, shown } = args;
   const result = {
     checkpoint: shown,
@@ -234,11 +238,12 @@ function printResult(
     durationMs: report.durationMs,
     ...(report.records !== undefined ? { records: report.records } : {}),
     retries,
+    ...unitFields(directory),
   };
   if (args.json) printJson(io, result);
   else {
     io.err.write(
-      `recovered ${oneLine(shown)}\n` +
+      `recovered ${oneLine(shown)}${oneLine(whoText(directory))}\n` +
         table([
           ['channels', result.channels],
           ['bytes', `${result.bytes} (${mib(result.bytes)})`],
