@@ -9,6 +9,7 @@ import { SEGMENT_HEADER_BYTES } from './services/spill/segment-format.ts';
 import { describeValue as describe, invalidOption as invalid } from './services/option-error.ts';
 import { checkFlinkKey } from './services/formats/flink/stream-element.ts';
 import { didYouMean } from './services/did-you-mean.ts';
+import { checkRange, type RangedOption } from './services/option-ranges.ts';
 
 /** The keys `recoverChannelState` knows; any other is a mistake (`singal` for `signal`). */
 const RECOVER_KEYS = [
@@ -108,14 +109,6 @@ function optional(o: Record<string, unknown>, name: string, type: string, expect
   if (v !== undefined && typeof v !== type) throw invalid(name, expected, v);
 }
 
-function positiveInteger(path: string, value: unknown): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number') throw invalid(path, 'a positive integer', value);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw invalid(path, 'a positive integer', value, true);
-  }
-}
-
 /**
  * Throws a `TypeError` naming the first option that is wrong; returns if they are all fine.
  *
@@ -159,7 +152,8 @@ export function validateRecoverOptions(
     const v = o[name];
     if (v === undefined) continue;
     if (typeof v !== 'number') throw invalid(name, 'a number of milliseconds', v);
-    if (!Number.isFinite(v) || v < 0) throw invalid(name, 'a number of milliseconds ≥ 0', v, true);
+    // Fractions of a millisecond were always fine here: only the range is checked for them.
+    checkRange(name, Number.isFinite(v) ? Math.ceil(v) : v);
   }
   if (o.rescale !== undefined) {
     if (o.rescale !== null && typeof o.rescale === 'object') {
@@ -175,7 +169,7 @@ export function validateRecoverOptions(
     checkKnownKeys('options.limits', limits, LIMIT_KEYS);
     const l = limits as Record<string, unknown>;
     for (const name of ['maxSpillFileBytes', 'maxSegmentBytes', 'bufferBytes', 'readChunkBytes']) {
-      positiveInteger(`limits.${name}`, l[name]);
+      checkRange(`limits.${name}` as RangedOption, l[name]);
     }
     if (typeof l.maxSegmentBytes === 'number' && l.maxSegmentBytes <= SEGMENT_HEADER_BYTES) {
       throw invalid(
@@ -194,11 +188,7 @@ function validateRemote(remote: unknown): void {
   checkKnownKeys('options.remote', remote, REMOTE_KEYS);
   const r = remote as Record<string, unknown>;
   for (const name of ['maxRetries', 'backoffMs', 'maxBackoffMs', 'stallTimeoutMs', 'deadlineMs']) {
-    const v = r[name];
-    if (v === undefined) continue;
-    if (typeof v !== 'number') throw invalid(`remote.${name}`, 'an integer ≥ 0', v);
-    if (!Number.isSafeInteger(v) || v < 0)
-      throw invalid(`remote.${name}`, 'an integer ≥ 0', v, true);
+    checkRange(`remote.${name}` as RangedOption, r[name]);
   }
   if (r.onRetry !== undefined && typeof r.onRetry !== 'function') {
     throw invalid('remote.onRetry', 'a function', r.onRetry);
@@ -233,10 +223,8 @@ function validateFlink(flink: unknown, rescaling: boolean): void {
   if (typeof f.operator !== 'string' || f.operator === '') {
     throw invalid('flink.operator', 'an operator id, uid or name (a non-empty string)', f.operator);
   }
-  if (typeof f.subtask !== 'number') throw invalid('flink.subtask', 'an integer ≥ 0', f.subtask);
-  if (!Number.isSafeInteger(f.subtask) || f.subtask < 0) {
-    throw invalid('flink.subtask', 'an integer ≥ 0', f.subtask, true);
-  }
+  if (f.subtask === undefined) throw invalid('flink.subtask', 'an integer ≥ 0', f.subtask);
+  checkRange('flink.subtask', f.subtask);
   optional(f, 'outputState', 'boolean', 'a boolean');
   if (f.outputState === true && rescaling) {
     throw invalid(

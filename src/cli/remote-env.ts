@@ -3,6 +3,7 @@
  * (docs/cli.md). Tuning by environment keeps the documented command line as it is; tests use
  * it to make a stall detectable in a second instead of thirty.
  */
+import { OPTION_RANGES } from '../services/option-ranges.ts';
 import type { RemoteOptions } from '../services/locations/remote-options.ts';
 import { UsageError } from './args.ts';
 
@@ -40,8 +41,9 @@ export function remoteOptionsFromEnv(
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
     const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n < 0) {
-      throw new UsageError(`${name} must be an integer ≥ 0, got '${raw}'`);
+    const { min, max } = OPTION_RANGES[`remote.${key}`];
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      throw new UsageError(`${name} must be an integer from ${min} to ${max}, got '${raw}'`);
     }
     options[key] = n;
   }

@@ -108,6 +108,7 @@ describe('every error has a stable code', () => {
         case 'ERR_SPILLWAY_REMOTE_NOT_FOUND':
         case 'ERR_SPILLWAY_REMOTE_UNSUPPORTED':
         case 'ERR_SPILLWAY_UNKNOWN_OPERATOR':
+        case 'ERR_SPILLWAY_TYPE_SPEC':
         case 'ERR_SPILLWAY_REWRITE_REFUSED':
           return 2;
         case 'ABORT_ERR':
@@ -209,13 +210,13 @@ describe('options are checked when recoverChannelState is called', () => {
       'abandonAfterMs negative',
       { abandonAfterMs: -1 },
       /options\.abandonAfterMs must be/,
-      'ERR_INVALID_ARG_VALUE',
+      'ERR_OUT_OF_RANGE',
     ],
     [
       'a limit of zero',
       { limits: { maxSpillFileBytes: 0 } },
-      /options\.limits\.maxSpillFileBytes must be a positive integer/,
-      'ERR_INVALID_ARG_VALUE',
+      /options\.limits\.maxSpillFileBytes must be an integer from 1 to/,
+      'ERR_OUT_OF_RANGE',
     ],
     [
       'onProgress not a function',
@@ -234,7 +235,7 @@ describe('options are checked when recoverChannelState is called', () => {
       } catch (e) {
         thrown = e;
       }
-      expect(thrown).toBeInstanceOf(TypeError);
+      expect(thrown).toBeInstanceOf(code === 'ERR_OUT_OF_RANGE' ? RangeError : TypeError);
       expect(thrown).toMatchObject({ code, message: expect.stringMatching(message) });
       // Thrown by the call itself: nothing was started, so the spill root is untouched.
       expect(await readdir(dir)).toEqual([]);

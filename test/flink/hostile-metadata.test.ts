@@ -536,13 +536,13 @@ describe('spillway flink ls on bad input: exit 2, one line naming file and offse
     expect(help.stdout).toMatch(/Exit codes: 0 ok/);
   });
 
-  it('--json on a real checkpoint prints exactly what listFlinkCheckpoint returns; the table names every operator', async () => {
+  it('--json on a real checkpoint prints exactly what listFlinkCheckpoint returns; the table with --all names every operator', async () => {
     const f = listFlinkFixtures()[0];
     if (f === undefined) return;
     const json = await runCli(['flink', 'ls', f.checkpoint, '--json']);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual(await listFlinkCheckpoint(f.checkpoint));
-    const table = await runCli(['flink', 'ls', f.checkpoint]);
+    const table = await runCli(['flink', 'ls', f.checkpoint, '--all']);
     expect(table.code).toBe(0);
     for (const op of (await listFlinkCheckpoint(f.checkpoint)).operators) {
       expect(table.stdout).toContain(`operator ${op.id}`);

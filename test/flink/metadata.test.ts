@@ -16,7 +16,12 @@ import type {
   FlinkCheckpointMetadata,
 } from '../../src/services/formats/flink/metadata-types.ts';
 import { UnknownOperatorError } from '../../src/services/errors.ts';
-import { listFlinkFixtures, type FlinkFixture } from '../helpers/flink-expected.ts';
+import {
+  listFlinkFixtures,
+  readExpectedLs,
+  withFlinkTotals,
+  type FlinkFixture,
+} from '../helpers/flink-expected.ts';
 import {
   buildFlinkMetadata,
   javaSerializedCheckpointProperties,
@@ -75,8 +80,8 @@ describe('flink ls equals what Flink listed, on real checkpoints', () => {
 
   for (const f of fixtures) {
     describe(`${f.name} (Flink ${f.flink}, metadata v${f.metadataVersion})`, () => {
-      it('listFlinkCheckpoint(dir) equals expected/ls.json exactly, and so does the _metadata path', async () => {
-        const expected = JSON.parse(readFileSync(join(f.expected, 'ls.json'), 'utf8')) as unknown;
+      it('listFlinkCheckpoint(dir) equals expected/ls.json exactly, with totals that are the sums of Flink’s per-subtask bytes, and so does the _metadata path', async () => {
+        const expected = withFlinkTotals(readExpectedLs(f.expected));
         expect(await listFlinkCheckpoint(f.checkpoint)).toEqual(expected);
         expect(await listFlinkCheckpoint(join(f.checkpoint, '_metadata'))).toEqual(expected);
         expect(JSON.stringify(await listFlinkCheckpoint(f.checkpoint))).toBe(
@@ -441,8 +446,8 @@ describe('every version 3-6 and every handle kind reads back as written (synthet
       ]);
       expect(Object.keys(listing.operators[1]!)).toEqual(
         version >= 5
-          ? ['id', 'name', 'parallelism', 'maxParallelism', 'subtasks']
-          : ['id', 'parallelism', 'maxParallelism', 'subtasks'],
+          ? ['id', 'name', 'parallelism', 'maxParallelism', 'inputBytes', 'outputBytes', 'subtasks']
+          : ['id', 'parallelism', 'maxParallelism', 'inputBytes', 'outputBytes', 'subtasks'],
       );
     });
   }

@@ -11,6 +11,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { FlinkCheckpointListing } from '../../src/services/formats/flink/list.ts';
 
 /** The committed real-Flink fixtures' root. */
 export const FLINK_FIXTURES_DIR = resolve(
@@ -107,6 +108,31 @@ export interface ExpectedLs {
 
 export function readExpectedLs(expected: string): ExpectedLs {
   return JSON.parse(readFileSync(join(expected, 'ls.json'), 'utf8')) as ExpectedLs;
+}
+
+/**
+ * The oracle's listing with the totals `flink ls --json` adds (DESIGN §8), each the sum of Flink's
+ * own per-subtask figures: per operator `inputBytes`/`outputBytes`, per checkpoint those and the
+ * channel and subpartition counts. Keys in the order Spillway prints them.
+ */
+export function withFlinkTotals(ls: ExpectedLs): FlinkCheckpointListing {
+  const sum = <T>(xs: readonly T[], f: (x: T) => number) => xs.reduce((t, x) => t + f(x), 0);
+  const operators = ls.operators.map(({ subtasks, ...op }) => ({
+    ...op,
+    inputBytes: sum(subtasks, (s) => s.inputBytes),
+    outputBytes: sum(subtasks, (s) => s.outputBytes),
+    subtasks,
+  }));
+  const subtasks = ls.operators.flatMap((o) => o.subtasks);
+  return {
+    version: ls.version,
+    checkpointId: ls.checkpointId,
+    inputBytes: sum(subtasks, (s) => s.inputBytes),
+    outputBytes: sum(subtasks, (s) => s.outputBytes),
+    inputChannels: sum(subtasks, (s) => s.inputChannels),
+    outputSubpartitions: sum(subtasks, (s) => s.outputSubpartitions),
+    operators,
+  };
 }
 
 /** One operator/subtask with channel state, and the files `recover` must write for it. */

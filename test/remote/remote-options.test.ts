@@ -16,12 +16,12 @@ describe('options.remote is checked up front (TypeError naming the option)', () 
     [
       'a negative retry count',
       { maxRetries: -1 },
-      /^options\.remote\.maxRetries must be an integer ≥ 0; got -1$/,
+      /^options\.remote\.maxRetries must be an integer from 0 to 1000000; got -1$/,
     ],
     [
       'a string stall timeout',
       { stallTimeoutMs: '5s' },
-      /^options\.remote\.stallTimeoutMs must be an integer ≥ 0; got "5s"$/,
+      /^options\.remote\.stallTimeoutMs must be an integer from 0 to 2147483647; got "5s"$/,
     ],
     ['onRetry not a function', { onRetry: 'log' }, /^options\.remote\.onRetry must be a function/],
     [
@@ -30,7 +30,10 @@ describe('options.remote is checked up front (TypeError naming the option)', () 
       /^options\.remote\.s3\.endpoint must be an http\(s\):\/\/ URL/,
     ],
   ])('%s', (_name, remote, message) => {
-    expect(() => recoverChannelState({ ...base, remote } as never)).toThrow(TypeError);
+    // A number out of its range is a RangeError (ERR_OUT_OF_RANGE); the rest TypeErrors.
+    expect(() => recoverChannelState({ ...base, remote } as never)).toThrow(
+      _name === 'a negative retry count' ? RangeError : TypeError,
+    );
     expect(() => recoverChannelState({ ...base, remote } as never)).toThrow(message);
   });
 });

@@ -2,7 +2,8 @@
  * The `rescale` option of a recovery: a new subtask of a new parallelism (Flink's key-group
  * rule) or a custom `keep` predicate, checked once and turned into a parser's rules.
  */
-import { invalidOption } from '../option-error.ts';
+import { describeValue, invalidOption } from '../option-error.ts';
+import { MisuseError } from '../errors.ts';
 import { MAX_ENTRY_LENGTH } from '../formats/spwc/format.ts';
 import { DEFAULT_MAX_SEGMENT_BYTES, type SpillLimits } from '../spill/limits.ts';
 import {
@@ -117,6 +118,30 @@ export function checkRescaleOption(option: unknown): void {
 }
 
 /**
+ * `option.keep` as the parser calls it: its answer must be a boolean. A Promise (an `async
+ * keep`) would count as true for every record, and its rejection would crash the process, so
+ * it is a {@link MisuseError} that fails the recovery, its rejection observed.
+ *
+ * @example
+ * ```ts
+ * const keep = booleanKeep({ keep: (record) => record.length > 4 });
+ * ```
+ */
+export function booleanKeep<R, F>(option: {
+  keep(record: R, from: F): unknown;
+}): (record: R, from: F) => boolean {
+  return (record, from) => {
+    const answer = option.keep(record, from);
+    if (typeof answer === 'boolean') return answer;
+    if (answer instanceof Promise) answer.catch(() => undefined);
+    throw new MisuseError(
+      `options.rescale.keep must return a boolean; it returned ${describeValue(answer)}` +
+        (answer instanceof Promise ? ' (a Promise: keep must decide synchronously)' : ''),
+    );
+  };
+}
+
+/**
  * The parser rules of a `rescale` option for checkpoint `file`.
  *
  * @example
@@ -127,8 +152,7 @@ export function checkRescaleOption(option: unknown): void {
 export function recordRules(option: RescaleOption, file: string): RecordRules {
   const maxRecordBytes = option.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   if (isPredicate(option)) {
-    const keep = option.keep.bind(option);
-    return { file, maxRecordBytes, keyBytes: 0, keep };
+    return { file, maxRecordBytes, keyBytes: 0, keep: booleanKeep(option) };
   }
   const { subtask, parallelism, maxParallelism, keyBytes } = resolveRescaleTarget(option);
   return {

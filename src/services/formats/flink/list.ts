@@ -1,7 +1,8 @@
 /**
- * The `spillway flink ls` model (DESIGN §7): per operator its id, name, uid and parallelism, and
- * per subtask how many input channels and result subpartitions have a channel-state handle and
- * how many bytes those hold, as Flink's `getStateSize()` counts them (entry lengths included).
+ * The `spillway flink ls` model (DESIGN §7, §8): per operator its id, name, uid and parallelism,
+ * and per subtask how many input channels and result subpartitions have a channel-state handle and
+ * how many bytes those hold, as Flink's `getStateSize()` counts them (entry lengths included);
+ * totals per checkpoint and operator, and on request one row per channel.
  */
 import { CancelledError, SpillwayError, ours } from '../../errors.ts';
 import type {
@@ -12,6 +13,14 @@ import type {
 
 export { resolveOperator, describeOperator } from './metadata-resolve.ts';
 
+/**
+ * One input channel's or result subpartition's state (`flink ls --channels`): positions named as
+ * `flink records` names them. Several handles of one channel (one per delegate stream) are summed.
+ */
+export type FlinkChannelListing =
+  | { side: 'input'; gate: number; channel: number; bytes: number; entries: number }
+  | { side: 'output'; partition: number; subpartition: number; bytes: number; entries: number };
+
 /** One subtask's channel state, as `flink ls --json` prints it. */
 export interface FlinkSubtaskListing {
   index: number;
@@ -20,6 +29,8 @@ export interface FlinkSubtaskListing {
   inputBytes: number;
   outputSubpartitions: number;
   outputBytes: number;
+  /** With `channels: true`: input channels then subpartitions, each by gate then channel. */
+  channels?: FlinkChannelListing[];
 }
 
 /** One operator, as `flink ls --json` prints it (name and uid: metadata v5+, when set). */
@@ -29,6 +40,10 @@ export interface FlinkOperatorListing {
   uid?: string;
   parallelism: number;
   maxParallelism: number;
+  /** Sum over the subtasks. */
+  inputBytes: number;
+  /** Sum over the subtasks. */
+  outputBytes: number;
   subtasks: FlinkSubtaskListing[];
 }
 
@@ -36,41 +51,108 @@ export interface FlinkOperatorListing {
 export interface FlinkCheckpointListing {
   version: number;
   checkpointId: number;
+  /** Sums over every operator and subtask. */
+  inputBytes: number;
+  outputBytes: number;
+  inputChannels: number;
+  outputSubpartitions: number;
   operators: FlinkOperatorListing[];
+}
+
+/** What to list beyond the per-subtask counts. */
+export interface ListFlinkOptions {
+  /** One row per input channel and result subpartition in every subtask (`flink ls --channels`). */
+  channels?: boolean;
 }
 
 const bytesOf = (handles: readonly FlinkChannelHandle[]): number =>
   handles.reduce((sum, h) => sum + h.stateSize, 0);
+
+const sum = <T>(items: readonly T[], f: (item: T) => number): number =>
+  items.reduce((total, item) => total + f(item), 0);
+
+/** One row per (gate, channel): a channel with entries in two delegate streams has two handles. */
+function channelRows(
+  side: 'input' | 'output',
+  handles: readonly FlinkChannelHandle[],
+): FlinkChannelListing[] {
+  const rows = new Map<string, { gate: number; channel: number; bytes: number; entries: number }>();
+  for (const h of handles) {
+    const key = `${h.gate}/${h.channel}`;
+    const row = rows.get(key);
+    if (row === undefined) {
+      rows.set(key, {
+        gate: h.gate,
+        channel: h.channel,
+        bytes: h.stateSize,
+        entries: h.offsets.length,
+      });
+    } else {
+      row.bytes += h.stateSize;
+      row.entries += h.offsets.length;
+    }
+  }
+  return [...rows.values()]
+    .sort((a, b) => a.gate - b.gate || a.channel - b.channel)
+    .map(({ gate, channel, bytes, entries }) =>
+      side === 'input'
+        ? { side, gate, channel, bytes, entries }
+        : { side, partition: gate, subpartition: channel, bytes, entries },
+    );
+}
 
 /**
  * The listing of already-read metadata: operators in metadata order, subtasks ascending.
  *
  * @example
  * ```ts
- * const listing = listFlinkMetadata(await readFlinkMetadata('chk-17'));
+ * const listing = listFlinkMetadata(await readFlinkMetadata('chk-17'), { channels: true });
+ * listing.inputBytes; // every subtask's input-channel state, as Flink counts it
  * ```
  */
-export function listFlinkMetadata(meta: FlinkCheckpointMetadata): FlinkCheckpointListing {
-  return {
-    version: meta.version,
-    checkpointId: meta.checkpointId,
-    operators: meta.operators.map((op) => ({
+export function listFlinkMetadata(
+  meta: FlinkCheckpointMetadata,
+  options: ListFlinkOptions = {},
+): FlinkCheckpointListing {
+  const operators = meta.operators.map((op): FlinkOperatorListing => {
+    const subtasks = [...op.subtasks]
+      .sort((a, b) => a.index - b.index)
+      .map((s): FlinkSubtaskListing => ({
+        index: s.index,
+        finished: s.finished,
+        inputChannels: s.inputChannels.length,
+        inputBytes: bytesOf(s.inputChannels),
+        outputSubpartitions: s.outputSubpartitions.length,
+        outputBytes: bytesOf(s.outputSubpartitions),
+        ...(options.channels === true
+          ? {
+              channels: [
+                ...channelRows('input', s.inputChannels),
+                ...channelRows('output', s.outputSubpartitions),
+              ],
+            }
+          : {}),
+      }));
+    return {
       id: op.id,
       ...(op.name !== undefined ? { name: op.name } : {}),
       ...(op.uid !== undefined ? { uid: op.uid } : {}),
       parallelism: op.parallelism,
       maxParallelism: op.maxParallelism,
-      subtasks: [...op.subtasks]
-        .sort((a, b) => a.index - b.index)
-        .map((s) => ({
-          index: s.index,
-          finished: s.finished,
-          inputChannels: s.inputChannels.length,
-          inputBytes: bytesOf(s.inputChannels),
-          outputSubpartitions: s.outputSubpartitions.length,
-          outputBytes: bytesOf(s.outputSubpartitions),
-        })),
-    })),
+      inputBytes: sum(subtasks, (s) => s.inputBytes),
+      outputBytes: sum(subtasks, (s) => s.outputBytes),
+      subtasks,
+    };
+  });
+  const subtasks = operators.flatMap((o) => o.subtasks);
+  return {
+    version: meta.version,
+    checkpointId: meta.checkpointId,
+    inputBytes: sum(operators, (o) => o.inputBytes),
+    outputBytes: sum(operators, (o) => o.outputBytes),
+    inputChannels: sum(subtasks, (s) => s.inputChannels),
+    outputSubpartitions: sum(subtasks, (s) => s.outputSubpartitions),
+    operators,
   };
 }
 
@@ -89,12 +171,12 @@ export function listFlinkMetadata(meta: FlinkCheckpointMetadata): FlinkCheckpoin
  */
 export async function listFlinkCheckpoint(
   location: string,
-  options: ReadFlinkMetadataOptions = {},
+  options: ReadFlinkMetadataOptions & ListFlinkOptions = {},
 ): Promise<FlinkCheckpointListing> {
   try {
     // The metadata reader is loaded on first use: importing the package does not pay for it.
     const { readFlinkMetadata } = await import('./metadata.ts');
-    return listFlinkMetadata(await readFlinkMetadata(location, options));
+    return listFlinkMetadata(await readFlinkMetadata(location, options), options);
   } catch (error) {
     // Every error leaving the library is ours (DESIGN §5): an abort is a CancelledError whose
     // cause is the signal's reason, a read's errno an IoError, anything else an InternalError.

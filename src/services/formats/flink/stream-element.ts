@@ -13,7 +13,11 @@ import {
   RecordShapeError,
   type RecordRules,
 } from '../../rescale/record-parser.ts';
-import { resolveRescaleTarget, type RescaleOption } from '../../rescale/rescale-options.ts';
+import {
+  booleanKeep,
+  resolveRescaleTarget,
+  type RescaleOption,
+} from '../../rescale/rescale-options.ts';
 import type { FlinkKey } from './entry-source.ts';
 
 /** `StreamElementSerializer`'s tags. */
@@ -152,8 +156,7 @@ export function flinkRecordRules(
   const maxRecordBytes = rescale.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   const k = key ?? 'long';
   if ('keep' in rescale && typeof rescale.keep === 'function') {
-    const keep = rescale.keep.bind(rescale);
-    return { file, maxRecordBytes, keyBytes: 0, keep };
+    return { file, maxRecordBytes, keyBytes: 0, keep: booleanKeep(rescale) };
   }
   const target = rescale as Exclude<RescaleOption, { keep: unknown }>;
   const { subtask, parallelism, maxParallelism } = resolveRescaleTarget({
