@@ -118,6 +118,7 @@ export {
   RemoteUnsupportedError,
   RemoteTimeoutError,
   UnknownOperatorError,
+  TypeSpecError,
   suppressedOf,
 } from './services/errors.ts';
 export type {
@@ -138,6 +139,18 @@ export type { CheckpointFormat } from './services/formats/entries.ts';
 export type { FlinkKey, FlinkSelection } from './services/formats/flink/entry-source.ts';
 export type { FlinkPathOptions, FlinkRelocation } from './services/formats/flink/paths.ts';
 export { keyHash } from './services/formats/flink/stream-element.ts';
+export {
+  readFlinkRecords,
+  type ReadFlinkRecordsOptions,
+} from './services/formats/flink/records/read-records.ts';
+export type {
+  FlinkElement,
+  FlinkElementKind,
+  FlinkElementPosition,
+  StitchedFrom,
+} from './services/formats/flink/records/elements.ts';
+export type { FlinkValue } from './services/formats/flink/records/decode.ts';
+export type { FlinkType, FlinkField } from './services/formats/flink/records/type-spec.ts';
 export { VERSION } from './version.ts';
 // Test-data generators and the SPWC reader and writer: `spillway/testing`; Flink's key-group
 // maths: `spillway/rescale`; the machines with their XState types: `spillway/machines`.

@@ -35,6 +35,7 @@ export function parse(argv: string[], options: OptionSpec, maxPositionals = 0): 
     const seen = new Set<string>();
     for (const token of tokens) {
       if (token.kind !== 'option' || options[token.name]?.type !== 'string') continue;
+      if (options[token.name]?.multiple === true) continue;
       if (seen.has(token.name)) throw new UsageError(`--${token.name} given more than once`);
       seen.add(token.name);
     }

@@ -9,6 +9,7 @@ import {
   RemoteUnsupportedError,
   RewriteRefusedError,
   SpillRootError,
+  TypeSpecError,
   UnknownOperatorError,
   suppressedOf,
 } from '../services/errors.ts';
@@ -28,7 +29,8 @@ function isBadInput(error: unknown): boolean {
     error instanceof RemoteNotFoundError ||
     error instanceof RemoteUnsupportedError ||
     error instanceof RewriteRefusedError ||
-    error instanceof UnknownOperatorError
+    error instanceof UnknownOperatorError ||
+    error instanceof TypeSpecError
   ) {
     return true;
   }

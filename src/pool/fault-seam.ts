@@ -6,8 +6,10 @@
  * fails nothing.
  *
  * What it can do: make the N-th call of any operation fail with a real errno (ENOSPC, EIO,
- * EACCES, ENOENT), count every operation, or run a hook before each one (which may pause it to
- * force an interleaving).
+ * EACCES, ENOENT), synchronous ones included, count every operation, or run a hook before each
+ * one: before an asynchronous operation a hook may pause it to force an interleaving; before a
+ * synchronous one (the publish's moves, small files, small deletes) a hook of its own runs to
+ * its end and the operation cannot wait. A test that pauses says which operation it pauses.
  */
 import { FS_OPS, interceptFs, type FsInterceptor, type FsOp } from '../services/fs.ts';
 
@@ -39,8 +41,11 @@ interface ArmedFault extends Required<Omit<FaultSpec, 'pathIncludes'>> {
   fired: number;
 }
 
-/** Called before each operation; may return a promise to delay it (race tests). */
+/** Called before each asynchronous operation; may return a promise to delay it (race tests). */
 export type FsHook = (op: FsOp, path: string) => void | Promise<void>;
+
+/** Called before each synchronous operation; may throw to fail it, and cannot delay it. */
+export type FsSyncHook = (op: FsOp, path: string) => void;
 
 /** Makes a real-looking errno error, as Node itself would raise it. */
 export function makeFsError(code: FaultCode, op: FsOp, path: string): NodeJS.ErrnoException {
@@ -69,6 +74,7 @@ export class FaultSeam implements FsInterceptor {
   private readonly faults: ArmedFault[] = [];
   private readonly counts = new Map<FsOp, number>();
   private hook: FsHook | undefined;
+  private syncHook: FsSyncHook | undefined;
 
   /** Hands this seam to the file seam (it stays until another is handed in). */
   install(): this {
@@ -99,11 +105,24 @@ export class FaultSeam implements FsInterceptor {
     this.faults.length = 0;
     this.counts.clear();
     this.hook = undefined;
+    this.syncHook = undefined;
   }
 
-  /** Installs (or with `undefined` removes) the hook run before each operation. */
+  /**
+   * Installs (or with `undefined` removes) the hook run before each asynchronous operation;
+   * the operation waits for a promise it returns.
+   */
   setFsHook(next: FsHook | undefined): void {
     this.hook = next;
+  }
+
+  /**
+   * Installs (or with `undefined` removes) the hook run before each synchronous operation
+   * (`linkSync`, `renameSync`, `writeNewFileSync`, a small tree's unlinks, …): it runs to its
+   * end first and may throw; nothing can make a synchronous operation wait.
+   */
+  setFsSyncHook(next: FsSyncHook | undefined): void {
+    this.syncHook = next;
   }
 
   /** How many times each operation ran since the last reset (faulted calls included). */
@@ -119,14 +138,20 @@ export class FaultSeam implements FsInterceptor {
     if (hook !== undefined) {
       return (async () => {
         await hook(op, path);
-        this.beforeSync(op, path);
+        this.countAndFault(op, path);
       })();
     }
-    this.beforeSync(op, path);
+    this.countAndFault(op, path);
+  }
+
+  /** The synchronous hook first, then the faults. */
+  beforeSync(op: FsOp, path: string): void {
+    this.syncHook?.(op, path);
+    this.countAndFault(op, path);
   }
 
   /** Counts the call and fails it if an armed fault says so. */
-  beforeSync(op: FsOp, path: string): void {
+  private countAndFault(op: FsOp, path: string): void {
     this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
     for (const f of this.faults) {
       if (f.op !== op) continue;

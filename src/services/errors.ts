@@ -55,7 +55,8 @@ export type SpillwayErrorCode =
   | 'ERR_SPILLWAY_REMOTE'
   | 'ERR_SPILLWAY_REMOTE_UNSUPPORTED'
   | 'ERR_SPILLWAY_REMOTE_TIMEOUT'
-  | 'ERR_SPILLWAY_UNKNOWN_OPERATOR';
+  | 'ERR_SPILLWAY_UNKNOWN_OPERATOR'
+  | 'ERR_SPILLWAY_TYPE_SPEC';
 
 /**
  * Base class: every Spillway error has a stable `code` and can carry the errors that came
@@ -101,6 +102,32 @@ export class CorruptCheckpointError extends SpillwayError {
     readonly reason: string,
   ) {
     super(`${file}: corrupt checkpoint at byte ${offset}: ${reason}`);
+  }
+}
+
+/**
+ * A Flink record type spec (`--type`, `readFlinkRecords({ type })`) that does not parse, or
+ * names a type Spillway has no decoder for. Bad input (exit 2); `position` is the 1-based
+ * character where the spec went wrong.
+ *
+ * @example
+ * ```ts
+ * new TypeSpecError('Tuple<Long,>', 12, "expected a type, found '>'").message;
+ * // "type spec 'Tuple<Long,>': at character 12: expected a type, found '>'"
+ * ```
+ */
+export class TypeSpecError extends SpillwayError {
+  override readonly code = 'ERR_SPILLWAY_TYPE_SPEC';
+
+  constructor(
+    readonly spec: string,
+    readonly position: number,
+    readonly reason: string,
+  ) {
+    const shown = String(spec ?? '');
+    super(
+      `type spec '${shown.length > 200 ? `${shown.slice(0, 200)}…` : shown}': at character ${position}: ${reason}`,
+    );
   }
 }
 
@@ -627,6 +654,7 @@ export type AnySpillwayError =
   | CheckpointPathError
   | CheckpointChangedError
   | UnknownOperatorError
+  | TypeSpecError
   | RemoteNotFoundError
   | RemoteAccessError
   | RemoteError

@@ -31,8 +31,7 @@ export interface TreeOps {
 const BATCH = 64;
 
 /**
- * A flat dir of at most this many entries is deleted synchronously when the seam allows it
- * (no fault seam installed): ~64 unlinks take well under a millisecond of the event loop, while
+ * A flat dir of at most this many entries is deleted synchronously: ~64 unlinks take well under a millisecond of the event loop, while
  * each trip through the thread pool waited for a worker thread — on a loaded machine that wait,
  * not the kernel's work, was the tail of cancel → task dir gone. A bigger dir (a staging dir
  * of many channel files) keeps the batched async path, so the event loop is never held long.

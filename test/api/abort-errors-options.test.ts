@@ -108,6 +108,7 @@ describe('every error has a stable code', () => {
         case 'ERR_SPILLWAY_REMOTE_NOT_FOUND':
         case 'ERR_SPILLWAY_REMOTE_UNSUPPORTED':
         case 'ERR_SPILLWAY_UNKNOWN_OPERATOR':
+        case 'ERR_SPILLWAY_TYPE_SPEC':
         case 'ERR_SPILLWAY_REWRITE_REFUSED':
           return 2;
         case 'ABORT_ERR':

@@ -19,6 +19,7 @@ const NAMED: Record<string, string> = {
   isSpillwayError: 'narrows an unknown error to the union of our error classes (switch on code)',
   listFlinkCheckpoint: "a Flink checkpoint's operators and channel state (DESIGN §7, `flink ls`)",
   keyHash: 'the key hash of a key type the CLI does not know, for a Flink rescale (DESIGN §7)',
+  readFlinkRecords: "a Flink checkpoint's in-flight elements, decoded (DESIGN §8, `flink records`)",
   recoverToDirectory:
     "the CLI's `recover --out` with its one-step publish (G10), for apps (DESIGN §8)",
 };
@@ -35,6 +36,8 @@ const BEYOND_30: Record<string, string> = {
   isSpillwayError: NAMED.isSpillwayError!,
   listFlinkCheckpoint: NAMED.listFlinkCheckpoint!,
   keyHash: NAMED.keyHash!,
+  readFlinkRecords: NAMED.readFlinkRecords!,
+  TypeSpecError: 'a `--type` spec that does not parse, naming the character (exit 2)',
   recoverToDirectory: NAMED.recoverToDirectory!,
 };
 

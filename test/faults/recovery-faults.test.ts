@@ -95,7 +95,10 @@ async function recover(fault?: { op: FsOp; code: FaultCode; nth: number }): Prom
       .replace(/task-faults-[0-9a-f]+/, 'task-*')
       .replace(/\.owner\.json\.tmp-[0-9a-f]+/, '.owner.json.tmp-*');
   seam.resetFsSeam();
-  seam.setFsHook((op, path) => void calls.push(`${op} ${normalize(path)}`));
+  // Every call, asynchronous or synchronous (a small task dir is deleted synchronously).
+  const record = (op: FsOp, path: string) => void calls.push(`${op} ${normalize(path)}`);
+  seam.setFsHook(record);
+  seam.setFsSyncHook(record);
   if (fault !== undefined) seam.injectFault(fault);
   const recovery = startRecovery({
     checkpoint: input.path,

@@ -7,7 +7,8 @@
  * import { seam } from '../helpers/fault-seam.ts';
  * afterEach(() => seam.resetFsSeam());
  * seam.injectFault({ op: 'write', code: 'ENOSPC', nth: 2, pathIncludes: 'spill-segment-' });
- * seam.setFsHook(async (op, path) => { … }); // runs before each operation, may pause it
+ * seam.setFsHook(async (op, path) => { … }); // before each async operation, may pause it
+ * seam.setFsSyncHook((op, path) => { … }); // before each synchronous one, cannot pause it
  * expect(seam.fsOpCounts().rm).toBe(1);
  * ```
  *
@@ -22,6 +23,7 @@ export {
   type FaultCode,
   type FaultSpec,
   type FsHook,
+  type FsSyncHook,
 } from '../../src/pool/fault-seam.ts';
 export { FS_OPS, type FsOp } from '../../src/services/fs.ts';
 

@@ -224,7 +224,7 @@ export class ChannelFileSink {
     }
     const path = this.prefix + this.fileName(work.info);
     try {
-      if (!fsSeam.writeNewFileSync(path, CREATE, 0o666, work.chunks)) return false;
+      fsSeam.writeNewFileSync(path, CREATE, 0o666, work.chunks);
     } catch (error) {
       this.failure ??= toError(error);
       throw this.failure;

@@ -42,10 +42,10 @@ import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 
 /** `.spillway-staging-<bootId8>-<pid>-<startTicks>-<rand8>`: whose staging dir it is. */
 const STAGING_RE = /^\.spillway-staging-([0-9a-z]{1,8})-(\d{1,10})-(\d{1,20})-[0-9a-f]{8}$/;
-/** Renames in flight at once while publishing: several, so the thread pool is never idle. */
+/** Undo and roll-back moves in flight at once: several, so the thread pool is never idle. */
 const PUBLISH_IN_FLIGHT = 8;
 /**
- * Files moved synchronously per turn of the event loop when no fault seam is installed: a link
+ * Files moved synchronously per turn of the event loop: a link
  * through the thread pool cost more than the link itself (262,144 one-byte channels), and
  * between turns a signal still gets in and aborts the publish before its commit point.
  */
@@ -217,31 +217,9 @@ export class OutputDir {
     };
     const linkError = (name: string, error: unknown): unknown =>
       errnoOf(error) === 'EEXIST' ? new OutputExistsError(this.dir, name) : error;
-    const publishOne = async (k: number): Promise<void> => {
-      const { name, staged, target, aside } = names(k);
-      checkpoint();
-      if (this.overwrite) {
-        const st = await fsSeam.lstat(target).catch((error: unknown) => {
-          if (errnoOf(error) === 'ENOENT') return undefined;
-          throw error;
-        });
-        if (st !== undefined) {
-          refuseUnlessFile(name, st);
-          await fsSeam.rename(target, aside);
-          done[k]! |= MOVED_ASIDE;
-          checkpoint();
-        }
-      }
-      // A link, never a rename: it fails instead of replacing a name taken meanwhile, and the
-      // staged name stays, so its inode tells our file from anyone else's until the commit.
-      await fsSeam.link(staged, target).catch((error: unknown) => {
-        throw linkError(name, error);
-      });
-      done[k]! |= PUBLISHED;
-    };
-    // The same moves, synchronously (no fault seam installed): each step is recorded in `done`
-    // as soon as it happened, so an undo after a failure or a signal is the same.
-    const publishOneSync = (k: number): void => {
+    // Each move synchronously (a link through the thread pool cost more than the link itself),
+    // recorded in `done` as soon as it happened, so the undo knows exactly what to take back.
+    const publishOne = (k: number): void => {
       // Only the two paths a plain publish needs: at 262,144 files each string is garbage.
       const name = nameOf(k);
       const target = inDir + name;
@@ -261,7 +239,6 @@ export class OutputDir {
       }
       done[k]! |= PUBLISHED;
     };
-    const sync = fsSeam.syncAllowed();
     // A tree (nested names): the dirs it needs in DIR, and which of them this run creates —
     // in the journal, so an undo now or after a crash removes exactly those.
     const tree = treeDirs(channels.flatMap((c) => (typeof c === 'string' ? [c] : [])));
@@ -279,8 +256,7 @@ export class OutputDir {
         await fsSeam.mkdir(inDir + rel, { mode: 0o777 });
         made++;
       }
-      if (sync) await forEachInTurns(channels.length, publishOneSync);
-      else await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, publishOne);
+      await forEachInTurns(channels.length, publishOne);
       checkpoint();
       for (const rel of tree) await syncDir(inDir + rel);
       await syncDir(this.dir);
@@ -307,15 +283,13 @@ export class OutputDir {
     // Past the commit point nothing fails the run: what cannot be removed now is the next
     // run's to complete (its journal says committed).
     await syncDir(this.stagingDir).catch(() => undefined);
-    if (sync) {
-      // The staged links (and replaced originals) go in turns too; whatever fails here is left
-      // to the general delete below, which reports it.
-      await forEachInTurns(channels.length, (k) => {
-        const name = nameOf(k);
-        fsSeam.unlinkSync(inStaging + name);
-        if ((done[k]! & MOVED_ASIDE) !== 0) fsSeam.unlinkSync(inStaging + REPLACED + name);
-      }).catch(() => undefined);
-    }
+    // The staged links (and replaced originals) go in turns too; whatever fails here is left
+    // to the general delete below, which reports it.
+    await forEachInTurns(channels.length, (k) => {
+      const name = nameOf(k);
+      fsSeam.unlinkSync(inStaging + name);
+      if ((done[k]! & MOVED_ASIDE) !== 0) fsSeam.unlinkSync(inStaging + REPLACED + name);
+    }).catch(() => undefined);
     await this.removeStaging().catch((e: unknown) =>
       this.log(
         `spillway recover: could not remove ${this.stagingDir} (${String(errnoOf(e) ?? e)}); the next run into ${this.dir} completes it`,
