@@ -8,6 +8,7 @@ import type { Io } from './io.ts';
 export const usage = `usage: spillway flink SUBCOMMAND …
 
   ls CHECKPOINT        what the checkpoint holds in flight, largest first (--help for flags)
+  records CHECKPOINT   one subtask's in-flight elements as JSON Lines, decoded (--help for flags)
   rewrite CHECKPOINT   a new checkpoint without the elements named (--help for flags)
 
 'spillway flink SUBCOMMAND --help' prints that subcommand's flags.
