@@ -7,6 +7,8 @@ import type { Io } from './io.ts';
 
 export const usage = `usage: spillway flink SUBCOMMAND …
 
+  diff CHECKPOINT_A CHECKPOINT_B
+                       two checkpoints' bytes per operator/subtask/channel, by growth
   ls CHECKPOINT        what the checkpoint holds in flight, largest first (--help for flags)
   records CHECKPOINT   one subtask's in-flight elements as JSON Lines, decoded (--help for flags)
   report CHECKPOINT --out FILE.html
@@ -24,6 +26,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   if (sub === 'ls') return (await import('./flink-ls.ts')).ls(rest, io);
+  if (sub === 'diff') return (await import('./flink-diff.ts')).run(rest, io);
   if (sub === 'records') return (await import('./flink-records.ts')).run(rest, io);
   if (sub === 'report') return (await import('./flink-report.ts')).run(rest, io);
   if (sub === 'rewrite') return (await import('./flink-rewrite.ts')).run(rest, io);
