@@ -59,7 +59,8 @@ export type DirectoryReport = DirectoryResult;
 /** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
 export interface DirectoryHooks {
   startOptions?: Partial<StartOptions>;
-  watch?: (recovery: StartedRecovery) => StartedRecovery;
+  /** Wraps each started recovery (`recover --inspect` watches it), told what it recovers. */
+  watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
   onStart?: (request: SideRequest) => void;
 }
 
@@ -145,6 +146,10 @@ export async function runRecoveryToDirectory(
       all,
       rescale: rescale !== undefined,
       rescaleAll,
+      rescaleSubtask:
+        rescale !== undefined && !('keep' in rescale)
+          ? (rescale as { subtask?: number }).subtask
+          : undefined,
       log,
       notice,
       onStart: hooks.onStart,
@@ -164,6 +169,7 @@ export async function runRecoveryToDirectory(
               }
             : {}),
         }),
+        request,
       ),
   );
 }

@@ -15,6 +15,7 @@ import { intOption, stringOption, UsageError, type OptionSpec, type Parsed } fro
 export const flinkOptionSpec: OptionSpec = {
   operator: { type: 'string' },
   subtask: { type: 'string' },
+  all: { type: 'boolean' },
   'output-state': { type: 'boolean' },
   key: { type: 'string' },
   'allow-path': { type: 'string', multiple: true },
@@ -24,7 +25,11 @@ export const flinkOptionSpec: OptionSpec = {
 /** The usage lines of the Flink options. */
 export const flinkUsage = `  --operator OP      a Flink checkpoint (a chk-N dir or its _metadata): the operator, by its
                      id (32 hex digits), uid or name ('spillway flink ls' lists them)
-  --subtask N        the subtask whose channel state is recovered
+  --subtask N        the subtask whose channel state is recovered (not with --rescale: every
+                     old subtask is read)
+  --all              every operator and subtask with channel state, input and output, into
+                     DIR/<operator>/subtask-<n>/ (<operator>: its uid, else its id), published
+                     in one step
   --output-state     also write DIR/partition-<p>-subpartition-<s>.bin (result subpartitions)
   --key long|int|bytes:K  with --rescale: a record's key is the first field of its value (a
                      Java long or int), or its first K bytes (default long)
@@ -60,6 +65,17 @@ export function keyFromArgs(raw: string | undefined): FlinkKey | undefined {
  */
 export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefined {
   const operator = stringOption(values, 'operator');
+  if (values.all === true) {
+    for (const name of ['operator', 'subtask', 'output-state', 'key', 'rescale', 'overwrite']) {
+      if (values[name] !== undefined) {
+        throw new UsageError(
+          `--all cannot take --${name} (it recovers every operator and subtask, both sides, into new files)`,
+        );
+      }
+    }
+    // Every operator and subtask: the selection carries only the path rules.
+    return { operator: '', subtask: 0, ...pathRules(values) };
+  }
   if (operator === undefined) {
     for (const name of ['subtask', 'output-state', 'key', 'allow-path', 'relocate']) {
       if (values[name] !== undefined)
@@ -68,7 +84,10 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
     return undefined;
   }
   if (operator === '') throw new UsageError('--operator must not be empty');
-  if (values.subtask === undefined) throw new UsageError('--operator needs --subtask N');
+  // Rescaling reads every old subtask: --subtask is not needed there (and changes nothing).
+  if (values.subtask === undefined && values.rescale === undefined) {
+    throw new UsageError('--operator needs --subtask N');
+  }
   const subtask = intOption(values, 'subtask', 0, OPTION_RANGES['flink.subtask']);
   const key = keyFromArgs(stringOption(values, 'key'));
   if (key !== undefined && values.rescale === undefined)
@@ -76,6 +95,17 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
   if (values['output-state'] === true && values.rescale !== undefined) {
     throw new UsageError('--output-state cannot be rescaled (--rescale reads input channels only)');
   }
+  return {
+    operator,
+    subtask,
+    ...(values['output-state'] === true ? { outputState: true } : {}),
+    ...(key !== undefined ? { key } : {}),
+    ...pathRules(values),
+  };
+}
+
+/** `--allow-path DIR`… and `--relocate FROM=TO`…: where the checkpoint's files may be read. */
+function pathRules(values: Parsed['values']): Pick<FlinkSelection, 'allowPaths' | 'relocate'> {
   const relocate = list(values, 'relocate').map((r) => {
     try {
       return parseRelocation(r);
@@ -83,14 +113,7 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
       throw new UsageError(`--relocate: ${(e as Error).message}`);
     }
   });
-  return {
-    operator,
-    subtask,
-    ...(values['output-state'] === true ? { outputState: true } : {}),
-    ...(key !== undefined ? { key } : {}),
-    allowPaths: list(values, 'allow-path'),
-    relocate,
-  };
+  return { allowPaths: list(values, 'allow-path'), relocate };
 }
 
 /**

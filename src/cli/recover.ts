@@ -8,6 +8,8 @@ import {
   type DirectoryReport,
   type RecoverToDirectoryOptions,
 } from '../recover-to-directory.ts';
+import { join } from 'node:path';
+import type { SideRequest } from '../services/outputs/recover-to-directory.ts';
 import { redactLocation } from '../services/locations/redact.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
@@ -16,6 +18,7 @@ import { trapSignals, type SignalScope } from './signals.ts';
 import { reportError } from './errors.ts';
 import { oneLine } from './terminal-text.ts';
 import { RecoverProgress } from './progress-text.ts';
+import { unitFields, whoText } from './recover-report.ts';
 import {
   recordRows,
   refuseV1ForRescale,
@@ -24,16 +27,23 @@ import {
   rescaleUsage,
 } from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
-import { inspectUsage, withRecoveryInspector, type RecoveryInspector } from './recover-inspect.ts';
+import {
+  inspectUsage,
+  withRecoveryInspector,
+  type RecoveryInspector,
+  type WatchAbout,
+} from './recover-inspect.ts';
 
 const MIB = 1024 * 1024;
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
-                        [--overwrite] [--rescale I/P[/M]] [--key-bytes K] [--s3-endpoint URL]
-                        [--inspect[=PORT]] [--json]
+                        [--overwrite] [--rescale I/P[/M] | --rescale P] [--key-bytes K]
+                        [--s3-endpoint URL] [--inspect[=PORT]] [--json]
        spillway recover FLINK-CHECKPOINT --operator OP --subtask N --out DIR [--output-state]
-                        [--rescale I/P[/M] --key long|int|bytes:K] [--allow-path DIR]...
-                        [--relocate FROM=TO]... [other options as above]
+                        [--allow-path DIR]... [--relocate FROM=TO]... [other options as above]
+       spillway recover FLINK-CHECKPOINT --operator OP --rescale I/P[/M] | P --key long|int|bytes:K
+                        --out DIR [...]
+       spillway recover FLINK-CHECKPOINT --all --out DIR [...]
 
 Recovers the channel state in CHECKPOINT (SPWC: a path, an http(s):// URL, a presigned URL,
 or s3://bucket/key) through fetch → gap → drain and writes
@@ -86,6 +96,8 @@ interface RecoverArgs {
   overwrite: boolean;
   json: boolean;
   flink: ReturnType<typeof flinkFromArgs>;
+  /** `--all`: every operator and subtask of a Flink checkpoint. */
+  all: boolean;
   rescale: ReturnType<typeof rescaleFromArgs>;
   remote: ReturnType<typeof remoteOptionsFromEnv>;
 }
@@ -112,7 +124,7 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
       libraryOptions(args, signals.signal, io, progress),
       {
         startOptions: inspector.options,
-        watch: (recovery) => inspector.watch(recovery),
+        watch: (recovery, request) => inspector.watch(recovery, aboutOf(args, request)),
         onStart: ({ side, dir }) => {
           if (side === 'output' && dir === '') progress?.next('output');
         },
@@ -172,6 +184,7 @@ function parseArgs(argv: string[]): RecoverArgs | 'help' {
     overwrite: values.overwrite === true,
     json: values.json === true,
     flink,
+    all: values.all === true,
     rescale,
     remote: remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint')),
   };
@@ -203,16 +216,14 @@ function libraryOptions(
       : {}),
     ...(args.rescale !== undefined ? { rescale: args.rescale } : {}),
     ...(args.flink !== undefined ? { flink: args.flink } : {}),
+    ...(args.all ? { all: true } : {}),
     remote: args.remote,
   };
 }
 
 /** The JSON object, or the table on stderr, and a notice of stale files DIR also holds. */
-function printResult(
-  io: Io,
-  args: RecoverArgs,
-  { total: report, retries, replaced, stale }: DirectoryReport,
-): void {
+function printResult(io: Io, args: RecoverArgs, directory: DirectoryReport): void {
+  const { total: report, retries, replaced, stale } = directory;
   const { outDir, shown } = args;
   const result = {
     checkpoint: shown,
@@ -227,11 +238,12 @@ function printResult(
     durationMs: report.durationMs,
     ...(report.records !== undefined ? { records: report.records } : {}),
     retries,
+    ...unitFields(directory),
   };
   if (args.json) printJson(io, result);
   else {
     io.err.write(
-      `recovered ${oneLine(shown)}\n` +
+      `recovered ${oneLine(shown)}${oneLine(whoText(directory))}\n` +
         table([
           ['channels', result.channels],
           ['bytes', `${result.bytes} (${mib(result.bytes)})`],
@@ -265,4 +277,21 @@ function reportFailure(io: Io, error: unknown, args: RecoverArgs, signals: Signa
     return signals.exitCode;
   }
   return reportError(io, error, 'recover', args.json);
+}
+
+/** What `--inspect`'s page is told of one recovery: what it reads, and where its files grow. */
+function aboutOf(args: RecoverArgs, request: SideRequest): WatchAbout {
+  const flink = request.flink;
+  const rescale = args.rescale as { subtask?: number; parallelism: number } | undefined;
+  const subtask = request.rescaleSubtask ?? rescale?.subtask;
+  return {
+    checkpoint: args.shown,
+    format: args.flink !== undefined ? 'flink' : 'spwc',
+    ...(flink !== undefined
+      ? { operator: flink.operator, subtask: flink.subtask, side: request.side }
+      : {}),
+    ...(rescale !== undefined ? { rescale: `${subtask ?? '*'}/${rescale.parallelism}` } : {}),
+    out: request.dir === '' ? args.outDir : join(args.outDir, request.dir),
+    channelFilesDir: request.stagingDir,
+  };
 }

@@ -10,6 +10,7 @@ import {
 } from '../services/formats/spwc/format.ts';
 import type { RecordReport } from '../services/rescale/filtering-spill.ts';
 import type { RescaleTarget } from '../services/rescale/key-groups.ts';
+import type { RescaleAll } from '../recover-to-directory.ts';
 import { resolveRescaleTarget } from '../services/rescale/rescale-options.ts';
 import { intOption, stringOption, UsageError, type OptionSpec, type Parsed } from './args.ts';
 
@@ -22,6 +23,7 @@ export const rescaleOptionSpec: OptionSpec = {
 /** The usage lines of the two options. */
 export const rescaleUsage = `  --rescale I/P[/M]  restore as new subtask I of parallelism P (max parallelism M, default
                      Flink's rule): keep only the records whose key group maps to I
+  --rescale P        every new subtask I of 0..P-1 at once, each into DIR/subtask-<I>/
   --key-bytes K      with --rescale: the key is each record's first K bytes (default 8)
 `;
 
@@ -36,14 +38,15 @@ export const rescaleUsage = `  --rescale I/P[/M]  restore as new subtask I of pa
 export function rescaleFromArgs(
   values: Parsed['values'],
   flink = false,
-): RescaleTarget | undefined {
+): RescaleTarget | RescaleAll | undefined {
   const raw = stringOption(values, 'rescale');
   if (raw === undefined) {
     if (values['key-bytes'] !== undefined) throw new UsageError('--key-bytes needs --rescale');
     return undefined;
   }
+  if (/^\d+$/.test(raw)) return rescaleAllFromArgs(values, Number(raw), flink);
   const m = /^(\d+)\/(\d+)(?:\/(\d+))?$/.exec(raw);
-  if (m === null) throw new UsageError(`--rescale must be I/P or I/P/M, got '${raw}'`);
+  if (m === null) throw new UsageError(`--rescale must be I/P, I/P/M or P, got '${raw}'`);
   if (flink) {
     // A Flink operator's max parallelism comes from its metadata unless M is given.
     if (values['key-bytes'] !== undefined) {
@@ -76,6 +79,31 @@ export function rescaleFromArgs(
       `--rescale ${raw}: ${(e as Error).message.replace(/^options\.rescale\./, '')}`,
     );
   }
+}
+
+/** `--rescale P`: every new subtask of parallelism P (max parallelism as for I/P). */
+function rescaleAllFromArgs(
+  values: Parsed['values'],
+  parallelism: number,
+  flink: boolean,
+): RescaleAll {
+  if (parallelism < 1 || parallelism > 32768) {
+    throw new UsageError(`--rescale ${parallelism}: need 1 ≤ P ≤ 32768`);
+  }
+  if (values.overwrite !== undefined) {
+    throw new UsageError('--rescale P writes new subtask dirs: --overwrite is for one subtask');
+  }
+  if (flink) {
+    if (values['key-bytes'] !== undefined) {
+      throw new UsageError(
+        '--key-bytes is for SPWC checkpoints; a Flink record is keyed with --key',
+      );
+    }
+    return { parallelism };
+  }
+  const keyBytes = intOption(values, 'key-bytes', 8, { min: 1, max: 65536 });
+  const { maxParallelism } = resolveRescaleTarget({ subtask: 0, parallelism, keyBytes });
+  return { parallelism, maxParallelism, keyBytes };
 }
 
 /**

@@ -72,7 +72,7 @@ describe('spillway recover --rescale', () => {
 
   const usage: [string, string[], RegExp][] = [
     ['I ≥ P', ['--rescale', '2/2'], /subtask must be an integer in 0\.\.1/],
-    ['not I/P', ['--rescale', 'half'], /--rescale must be I\/P or I\/P\/M/],
+    ['not I/P', ['--rescale', 'half'], /--rescale must be I\/P, I\/P\/M or P/],
     ['M < P', ['--rescale', '0/4/2'], /maxParallelism must be an integer in 4\.\.32768/],
     ['--key-bytes alone', ['--key-bytes', '4'], /--key-bytes needs --rescale/],
   ];

@@ -66,6 +66,8 @@ export interface SideRequest {
   /** Which side it recovers, and into which directory under DIR (`''`: DIR itself). */
   readonly side: OutputSide;
   readonly dir: string;
+  /** Where its files grow until the publish (a watcher lists them: `recover --inspect`). */
+  readonly stagingDir: string;
 }
 
 /** Options of {@link recoverIntoDirectory}. */
@@ -86,6 +88,8 @@ export interface DirectoryOptions {
   rescale?: boolean | undefined;
   /** `--rescale P` without I: every new subtask `0 … P-1` into `subtask-<i>/`. */
   rescaleAll?: number | undefined;
+  /** `--rescale I/P`: the new subtask I (for the report). */
+  rescaleSubtask?: number | undefined;
   /** Decisions about leftovers of earlier runs, one line each. */
   log?: ((line: string) => void) | undefined;
   /** What a person must hear (an interrupted publish restored or completed), one line each. */
@@ -98,7 +102,10 @@ export interface DirectoryOptions {
 export interface DirectoryUnit {
   /** Its directory under DIR (`''`: DIR itself). */
   dir: string;
+  /** A Flink checkpoint: the operator's id (32 hex digits), and its uid where it has one. */
   operator?: string | undefined;
+  uid?: string | undefined;
+  /** The subtask (rescaling: the new subtask) the files are of. */
   subtask?: number | undefined;
   input?: SideReport | undefined;
   output?: SideReport | undefined;
@@ -121,6 +128,7 @@ export interface DirectoryResult {
 interface PlannedUnit {
   readonly dir: string;
   readonly operator?: string;
+  readonly uid?: string;
   readonly subtask?: number;
   readonly sides: readonly {
     side: OutputSide;
@@ -155,7 +163,6 @@ export async function recoverIntoDirectory(
     );
   }
   const units = await preflight(options);
-  if (nested) await refuseTakenNames(options.out, units);
   const out = await OutputDir.open(options.out, {
     overwrite: options.overwrite === true,
     ...(options.log !== undefined ? { log: options.log } : {}),
@@ -165,10 +172,13 @@ export async function recoverIntoDirectory(
   const results: DirectoryUnit[] = [];
   let retries = 0;
   try {
+    // After the open: it has rolled back (or completed) what a dead run left in DIR.
+    if (nested) await refuseTakenNames(options.out, units);
     for (const unit of units) {
       const result: DirectoryUnit = {
         dir: unit.dir,
         ...(unit.operator !== undefined ? { operator: unit.operator } : {}),
+        ...(unit.uid !== undefined ? { uid: unit.uid } : {}),
         ...(unit.subtask !== undefined ? { subtask: unit.subtask } : {}),
       };
       results.push(result);
@@ -188,6 +198,7 @@ export async function recoverIntoDirectory(
           rescaleSubtask,
           side,
           dir: unit.dir,
+          stagingDir: staging,
         };
         options.onStart?.(request);
         const recovery = start(request);
@@ -244,10 +255,16 @@ async function preflight(options: DirectoryOptions): Promise<PlannedUnit[]> {
   const rescaling = options.rescale === true || options.rescaleAll !== undefined;
   const plan = (outputState: boolean): Promise<FlinkReadPlan> =>
     planFlinkSelection(metadata, { ...flink, outputState }, { allSubtasks: rescaling });
+  const input = await plan(false);
+  const who = {
+    operator: input.operator.id,
+    ...(input.operator.uid !== undefined ? { uid: input.operator.uid } : {}),
+  };
   if (options.rescaleAll !== undefined) {
-    const input = await plan(false);
     return Array.from({ length: options.rescaleAll }, (_, i) => ({
       dir: subtaskDir(i),
+      ...who,
+      subtask: i,
       sides: [
         {
           side: 'input' as const,
@@ -258,12 +275,14 @@ async function preflight(options: DirectoryOptions): Promise<PlannedUnit[]> {
     }));
   }
   const sides: PlannedUnit['sides'][number][] = [
-    { side: 'input', flink: { ...flink, outputState: false, plan: await plan(false) } },
+    { side: 'input', flink: { ...flink, outputState: false, plan: input } },
   ];
   if (flink.outputState === true) {
     sides.push({ side: 'output', flink: { ...flink, outputState: true, plan: await plan(true) } });
   }
-  return [{ dir: '', sides }];
+  // Rescaling, the subtask is the new one; the old subtasks are all read.
+  const subtask = options.rescaleSubtask ?? flink.subtask;
+  return [{ dir: '', ...who, subtask, sides }];
 }
 
 /** `--all`: every operator and subtask with a channel handle, each side that has one. */
@@ -295,7 +314,8 @@ async function planAll(
       if (sides.length === 0) continue;
       units.push({
         dir: `${dirs[k]!}/${subtaskDir(subtask.index)}`,
-        operator: operator.uid ?? operator.id,
+        operator: operator.id,
+        ...(operator.uid !== undefined ? { uid: operator.uid } : {}),
         subtask: subtask.index,
         sides,
       });
