@@ -61,6 +61,7 @@ export interface DirectoryHooks {
   startOptions?: Partial<StartOptions>;
   watch?: (recovery: StartedRecovery) => StartedRecovery;
   onStart?: (request: SideRequest) => void;
+  onOnlyOutputState?: (subpartitions: number) => void;
 }
 
 /**
@@ -152,6 +153,7 @@ export async function runRecoveryToDirectory(
       log,
       notice,
       onStart: hooks.onStart,
+      onOnlyOutputState: hooks.onOnlyOutputState,
     },
     (request) =>
       watch(
