@@ -59,7 +59,8 @@ export type DirectoryReport = DirectoryResult;
 /** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
 export interface DirectoryHooks {
   startOptions?: Partial<StartOptions>;
-  watch?: (recovery: StartedRecovery) => StartedRecovery;
+  /** Wraps each started recovery (`recover --inspect` watches it), told what it recovers. */
+  watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
   onStart?: (request: SideRequest) => void;
   onOnlyOutputState?: (subpartitions: number) => void;
 }
@@ -170,6 +171,7 @@ export async function runRecoveryToDirectory(
               }
             : {}),
         }),
+        request,
       ),
   );
 }

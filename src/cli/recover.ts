@@ -8,6 +8,8 @@ import {
   type DirectoryReport,
   type RecoverToDirectoryOptions,
 } from '../recover-to-directory.ts';
+import { join } from 'node:path';
+import type { SideRequest } from '../services/outputs/recover-to-directory.ts';
 import { redactLocation } from '../services/locations/redact.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
@@ -26,7 +28,12 @@ import {
   rescaleUsage,
 } from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
-import { inspectUsage, withRecoveryInspector, type RecoveryInspector } from './recover-inspect.ts';
+import {
+  inspectUsage,
+  withRecoveryInspector,
+  type RecoveryInspector,
+  type WatchAbout,
+} from './recover-inspect.ts';
 
 const MIB = 1024 * 1024;
 
@@ -118,7 +125,7 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
       libraryOptions(args, signals.signal, io, progress),
       {
         startOptions: inspector.options,
-        watch: (recovery) => inspector.watch(recovery),
+        watch: (recovery, request) => inspector.watch(recovery, aboutOf(args, request)),
         onStart: ({ side, dir }) => {
           if (side === 'output' && dir === '') progress?.next('output');
         },
@@ -300,4 +307,21 @@ function warnIfNoRecordKept(io: Io, args: RecoverArgs, { total }: DirectoryRepor
 
 function keyText(key: FlinkKey | undefined): string {
   return key === undefined ? 'long' : typeof key === 'string' ? key : `bytes:${key.bytes}`;
+}
+
+/** What `--inspect`'s page is told of one recovery: what it reads, and where its files grow. */
+function aboutOf(args: RecoverArgs, request: SideRequest): WatchAbout {
+  const flink = request.flink;
+  const rescale = args.rescale as { subtask?: number; parallelism: number } | undefined;
+  const subtask = request.rescaleSubtask ?? rescale?.subtask;
+  return {
+    checkpoint: args.shown,
+    format: args.flink !== undefined ? 'flink' : 'spwc',
+    ...(flink !== undefined
+      ? { operator: flink.operator, subtask: flink.subtask, side: request.side }
+      : {}),
+    ...(rescale !== undefined ? { rescale: `${subtask ?? '*'}/${rescale.parallelism}` } : {}),
+    out: request.dir === '' ? args.outDir : join(args.outDir, request.dir),
+    channelFilesDir: request.stagingDir,
+  };
 }

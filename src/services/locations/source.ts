@@ -40,6 +40,17 @@ function kindOf(st: {
   return 'not a regular file';
 }
 
+/**
+ * A local file judged before it is opened (a Flink handle's file, confined to its roots): the
+ * real path the judgement saw and the identity of the file there. `real` undefined: it did not
+ * exist then, so any file there now is refused.
+ */
+export interface PlannedFile {
+  readonly real: string | undefined;
+  readonly dev: number;
+  readonly ino: number;
+}
+
 /** An open checkpoint file and its size. */
 export interface OpenedCheckpoint {
   readonly file: SeamFile;
@@ -59,12 +70,24 @@ export interface OpenedCheckpoint {
  * try { console.log(bytes); } finally { await file.close(); }
  * ```
  */
-export async function openCheckpointFile(path: string): Promise<OpenedCheckpoint> {
+export async function openCheckpointFile(
+  path: string,
+  planned?: PlannedFile,
+): Promise<OpenedCheckpoint> {
   let file: SeamFile;
+  // A planned file is opened where the plan found it (its real path), never through a link
+  // that turned up since (O_NOFOLLOW on the last component, its identity checked below).
+  const flags = constants.O_RDONLY | constants.O_NONBLOCK | (planned ? constants.O_NOFOLLOW : 0);
   try {
-    file = await fsSeam.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    file = await fsSeam.open(planned?.real ?? path, flags);
   } catch (error) {
     const errno = errnoOf(error);
+    if (planned !== undefined && errno === 'ELOOP') {
+      throw new CheckpointPathError(path, 'became a symlink after it was planned: refused', {
+        cause: error,
+        errno,
+      });
+    }
     const reason = errno === undefined ? undefined : NOT_USABLE[errno];
     if (reason === undefined) throw error;
     const dangling =
@@ -86,6 +109,13 @@ export async function openCheckpointFile(path: string): Promise<OpenedCheckpoint
     const st = await file.stat();
     if (!st.isFile()) {
       throw new CheckpointPathError(path, `is ${kindOf(st)}, not a checkpoint file`);
+    }
+    if (planned !== undefined && (st.dev !== planned.dev || st.ino !== planned.ino)) {
+      // A directory on the way swapped for a link, or the file replaced: not what was judged.
+      throw new CheckpointPathError(
+        path,
+        'is not the file that was planned (it was replaced or moved since): refused',
+      );
     }
     return { file, bytes: st.size };
   } catch (error) {
@@ -140,6 +170,8 @@ export interface SourceOptions extends RemoteOptions {
   probeEnd?: number;
   /** See {@link HttpFetcherOptions.redirects}. */
   redirects?: 'follow' | 'refuse';
+  /** A local file's planned identity (see {@link PlannedFile}). */
+  planned?: PlannedFile | undefined;
 }
 
 /**
@@ -158,7 +190,7 @@ export async function openCheckpointSource(
   options: SourceOptions = {},
 ): Promise<{ file: CheckpointByteSource; bytes: number }> {
   const reader = factsOf(location)?.reader ?? 'file';
-  if (reader === 'file') return openCheckpointFile(location);
+  if (reader === 'file') return openCheckpointFile(location, options.planned);
   const fetcher =
     reader === 's3'
       ? s3Fetcher(location, options.s3)

@@ -66,6 +66,8 @@ export interface SideRequest {
   /** Which side it recovers, and into which directory under DIR (`''`: DIR itself). */
   readonly side: OutputSide;
   readonly dir: string;
+  /** Where its files grow until the publish (a watcher lists them: `recover --inspect`). */
+  readonly stagingDir: string;
 }
 
 /** Options of {@link recoverIntoDirectory}. */
@@ -202,6 +204,7 @@ export async function recoverIntoDirectory(
           rescaleSubtask,
           side,
           dir: unit.dir,
+          stagingDir: staging,
         };
         options.onStart?.(request);
         const recovery = start(request);

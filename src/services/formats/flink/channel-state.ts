@@ -85,6 +85,7 @@ export async function readDelegateEntries(
     ...options.remote,
     signal: options.signal,
     redirects: where.redirects,
+    planned: where.planned,
   });
   return closeAfter(file, () => reader.read(file, bytes));
 }

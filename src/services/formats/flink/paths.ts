@@ -11,6 +11,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CheckpointPathError, errnoOf } from '../../errors.ts';
 import { fsSeam } from '../../fs.ts';
+import type { PlannedFile } from '../../locations/source.ts';
 import { redactLocation } from '../../locations/redact.ts';
 import {
   factsOf,
@@ -63,6 +64,8 @@ export interface DelegateLocation {
    * (confined to its roots), as the user's own `_metadata` URL may.
    */
   readonly redirects: 'follow' | 'refuse';
+  /** A local file's real path and identity as planned: the open must find the same file. */
+  readonly planned?: PlannedFile | undefined;
   /** Identity of the stream: handles with the same key share one delegate (read once). */
   readonly key: string;
 }
@@ -149,6 +152,8 @@ export class FlinkPaths {
    * same roots, and a realpath per handle was most of a plan's time.
    */
   private readonly reals = new Map<string, Promise<string>>();
+  /** Identities of the real paths planned so far (a shared file's handles ask once). */
+  private readonly stats = new Map<string, Promise<{ dev: number; ino: number } | undefined>>();
 
   constructor(
     readonly metadataLocation: string,
@@ -232,7 +237,7 @@ export class FlinkPaths {
     if (isAbsolute(relativePath)) refuse();
     const path = resolve(this.checkpointDir, relativePath);
     if (!isWithin(path, this.checkpointDir) || path === this.checkpointDir) refuse();
-    await this.checkReal(path, [this.checkpointDir], () => {
+    const planned = await this.checkReal(path, [this.checkpointDir], () => {
       throw new CheckpointPathError(
         path,
         `a symlink that leads out of the checkpoint's directory ${this.checkpointDir}: refused`,
@@ -245,6 +250,7 @@ export class FlinkPaths {
       shown: path,
       key: `file:${path}`,
       redirects: 'refuse',
+      planned,
     };
   }
 
@@ -319,7 +325,7 @@ export class FlinkPaths {
         `outside the job's checkpoint directory ${this.remote ? redactLocation(this.jobDir) : this.jobDir}; ${flags}`,
       );
     }
-    await this.checkReal(path, roots, () => {
+    const planned = await this.checkReal(path, roots, () => {
       throw new CheckpointPathError(
         path,
         `a symlink that leads outside the job's checkpoint directory and every allowed root; ${flags}`,
@@ -332,20 +338,27 @@ export class FlinkPaths {
       shown: path,
       key: `${start}:${length}:${path}`,
       redirects: 'refuse',
+      planned,
     };
   }
 
   /**
    * The real path of `path` (every symlink resolved) must lie under the real path of one of
-   * `roots`. A missing file is left to the open, which names it as missing.
+   * `roots`. Returns what the open must find there: the real path and its file's identity, so
+   * a link or a replacement put in between the plan and the open is refused (a TOCTOU). A
+   * missing file is left to the open, which names it as missing (and refuses one that appears).
    */
-  private async checkReal(path: string, roots: string[], escape: () => never): Promise<void> {
+  private async checkReal(
+    path: string,
+    roots: string[],
+    escape: () => never,
+  ): Promise<PlannedFile> {
     let real: string;
     try {
       real = await this.realpath(path);
     } catch (error) {
       const errno = errnoOf(error);
-      if (errno === 'ENOENT' || errno === 'ENOTDIR') return;
+      if (errno === 'ENOENT' || errno === 'ENOTDIR') return { real: undefined, dev: -1, ino: -1 };
       if (errno === 'ELOOP')
         throw new CheckpointPathError(path, 'a symlink loop, not a channel-state file', {
           cause: error,
@@ -355,6 +368,23 @@ export class FlinkPaths {
     }
     const realRoots = await Promise.all(roots.map((r) => this.realpath(r).catch(() => r)));
     if (!realRoots.some((r) => isWithin(real, r))) escape();
+    let stat = this.stats.get(real);
+    if (stat === undefined) {
+      stat = fsSeam.stat(real).then(
+        (st) => ({ dev: st.dev, ino: st.ino }),
+        (error: unknown) => {
+          const errno = errnoOf(error);
+          if (errno === 'ENOENT' || errno === 'ENOTDIR') return undefined;
+          throw error;
+        },
+      );
+      stat.catch(() => undefined);
+      this.stats.set(real, stat);
+    }
+    const st = await stat;
+    return st === undefined
+      ? { real: undefined, dev: -1, ino: -1 }
+      : { real, dev: st.dev, ino: st.ino };
   }
 
   /** `fsSeam.realpath(path)`, asked once per path for this checkpoint (its answer reused). */
