@@ -3,7 +3,8 @@
  * publish reaches the synchronous publish and its undo exactly as a recovery runs them (the
  * file seam has one algorithm, with or without a fault seam), and leaves the output dir exactly
  * as found — every name, byte and inode, originals back under their names — or, for a fault
- * past the commit point, fully published.
+ * past the commit point, fully published. The fault seam is handed to the OutputDir as its file
+ * seam (`fs`), never installed for the process: what it faults is exactly what was handed it.
  *
  * Every position of a 100-file publish, with and without `--overwrite`; for a 20,000-file one
  * (79 turns of the synchronous publish) a spread of positions: the first move of each kind,
@@ -19,16 +20,20 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { OutputDir } from '../../src/services/outputs/output-dir.ts';
 import type { FsOp } from '../../src/services/fs.ts';
-import { seam } from '../helpers/fault-seam.ts';
+import { FaultSeam } from '../helpers/fault-seam.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 const OPS: readonly FsOp[] = ['link', 'rename', 'unlink'];
 const name = (k: number) => `gate-0-channel-${k}.bin`;
 
-afterEach(() => seam.resetFsSeam());
+/**
+ * A fault seam of this file's own, handed to each OutputDir (never installed process-wide):
+ * the faults reach exactly what is handed it.
+ */
+const seam = new FaultSeam();
 
 /** What a dir holds, recursively: name → content and inode (links: their target). */
 function snapshot(dir: string, small: boolean): Map<string, string> {
@@ -76,7 +81,7 @@ async function publish(
   overwrite: boolean,
   fault?: { op: FsOp; nth: number },
 ): Promise<{ error?: Error; counts: Record<FsOp, number> }> {
-  const out = await OutputDir.open(dir, { overwrite });
+  const out = await OutputDir.open(dir, { overwrite, fs: seam.fs });
   for (let k = 0; k < files; k++) linkSync(join(template, name(k)), join(out.stagingDir, name(k)));
   const channels = Array.from({ length: files }, (_, k) => name(k));
   seam.resetFsSeam();
