@@ -10,10 +10,19 @@ import type { OwnershipReport, Recovery } from '../src/recovery-types.ts';
 import type { RecoveryProgress } from '../src/services/progress.ts';
 import { listFiles } from '../src/services/fs.ts';
 import { sanitize } from './sanitize.ts';
-import type { OwnersRecord, OwnerId, ResourceId } from './protocol.ts';
+import type { OwnersRecord, OwnerId, RecoveryAbout, ResourceId } from './protocol.ts';
 
 /** What `watch` reads of a recovery: its public surface, nothing of XState. */
 export type WatchedRecovery = Pick<Recovery, 'ownership' | 'progress' | 'done'>;
+
+/**
+ * What the watcher knows of a recovery beyond its public surface (`recover --inspect` passes
+ * it): what is recovered, and the dir where its per-channel files grow while it runs.
+ */
+export interface WatchAbout extends RecoveryAbout {
+  /** The dir holding one file per channel while they are written (listed at each reading). */
+  channelFilesDir?: string;
+}
 
 /** How often a running recovery is read (the page redraws at most ~12 times a second). */
 export const OWNERS_INTERVAL_MS = 250;
@@ -32,7 +41,10 @@ export type OwnersReading = Omit<OwnersRecord, 'k' | 'i' | 't' | 'task'>;
  * const reading = await readOwners(recovery); // { owners: [{ owner: 'drain', … }], delivered, … }
  * ```
  */
-export async function readOwners(recovery: WatchedRecovery): Promise<OwnersReading> {
+export async function readOwners(
+  recovery: WatchedRecovery,
+  about?: WatchAbout,
+): Promise<OwnersReading> {
   const progress: RecoveryProgress = recovery.progress();
   const report: OwnershipReport = recovery.ownership();
   const byOwner = new Map<OwnerId, OwnersReading['owners'][number]>();
@@ -68,19 +80,39 @@ export async function readOwners(recovery: WatchedRecovery): Promise<OwnersReadi
   if (progress.channels !== undefined) reading.channels = progress.channels;
   if (dir !== undefined) {
     reading.dir = dir;
-    // The files as they are on disk now; a dir deleted meanwhile is simply empty.
-    const files = await listFiles(dir).catch(() => []);
-    files.sort((a, b) => a.path.localeCompare(b.path, 'en', { numeric: true }));
-    reading.files = files.slice(0, FILES_LISTED).map((f) => ({
-      name: basename(f.path),
-      bytes: f.size,
-    }));
-    if (files.length > FILES_LISTED) {
-      const rest = files.slice(FILES_LISTED);
-      reading.moreFiles = { files: rest.length, bytes: rest.reduce((n, f) => n + f.size, 0) };
+    const { listed, more } = await listDir(dir);
+    reading.files = listed;
+    if (more !== undefined) reading.moreFiles = more;
+  }
+  if (about !== undefined) {
+    const { channelFilesDir, ...shown } = about;
+    reading.about = shown;
+    if (channelFilesDir !== undefined) {
+      // Only the channel files: the staging dir also holds its owner marker (owner.json).
+      const { listed, more } = await listDir(channelFilesDir, (name) => name.endsWith('.bin'));
+      reading.channelFiles = listed;
+      if (more !== undefined) reading.moreChannelFiles = more;
     }
   }
   return sanitize(reading) as OwnersReading;
+}
+
+/** A dir's files as they are on disk now (a dir deleted meanwhile is simply empty), in order. */
+async function listDir(
+  dir: string,
+  keep: (name: string) => boolean = () => true,
+): Promise<{
+  listed: { name: string; bytes: number }[];
+  more?: { files: number; bytes: number };
+}> {
+  const files = (await listFiles(dir).catch(() => [])).filter((f) => keep(basename(f.path)));
+  files.sort((a, b) => a.path.localeCompare(b.path, 'en', { numeric: true }));
+  const listed = files
+    .slice(0, FILES_LISTED)
+    .map((f) => ({ name: basename(f.path), bytes: f.size }));
+  if (files.length <= FILES_LISTED) return { listed };
+  const rest = files.slice(FILES_LISTED);
+  return { listed, more: { files: rest.length, bytes: rest.reduce((n, f) => n + f.size, 0) } };
 }
 
 /**
@@ -96,7 +128,7 @@ export async function readOwners(recovery: WatchedRecovery): Promise<OwnersReadi
 export function watchOwners(
   recovery: WatchedRecovery,
   emit: (reading: OwnersReading) => void,
-  { intervalMs = OWNERS_INTERVAL_MS }: { intervalMs?: number } = {},
+  { intervalMs = OWNERS_INTERVAL_MS, about }: { intervalMs?: number; about?: WatchAbout } = {},
 ): () => void {
   let stopped = false;
   let reading = false;
@@ -105,7 +137,7 @@ export function watchOwners(
     if (stopped || reading) return;
     reading = true;
     try {
-      const now = await readOwners(recovery);
+      const now = await readOwners(recovery, about);
       const json = JSON.stringify(now);
       if (!stopped && json !== last) {
         last = json;

@@ -168,6 +168,32 @@ export interface OwnersRecord {
   delivered: number;
   channels?: number;
   channelsFinished: number;
+  /** What is being recovered, when the watcher said (`recover --inspect` does). */
+  about?: RecoveryAbout;
+  /**
+   * The output files per channel as they are written (`recover --inspect`: the staged
+   * `gate-<g>-channel-<c>.bin` files, so the page shows bytes per channel live), at most
+   * {@link OwnersRecord.files}'s limit by name, the rest summed.
+   */
+  channelFiles?: { name: string; bytes: number }[];
+  moreChannelFiles?: { files: number; bytes: number };
+}
+
+/** What a watched recovery reads and where it writes, as the page's header shows it. */
+export interface RecoveryAbout {
+  /** The checkpoint as the user named it (a URL without its credentials or query). */
+  checkpoint: string;
+  /** `flink` or `spwc`. */
+  format?: string;
+  /** Flink: the operator as given (`--operator`), and the subtask. */
+  operator?: string;
+  subtask?: number;
+  /** Flink: input channels, or the output side (result subpartitions). */
+  side?: 'input' | 'output';
+  /** Rescaling: `I/P`. */
+  rescale?: string;
+  /** Where the files go (`--out`). */
+  out?: string;
 }
 
 /** Server → page messages over the `/ws` socket. */

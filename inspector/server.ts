@@ -19,7 +19,7 @@ import type { InspectionEvent } from 'xstate';
 import type { TaskInspectionEvent } from '../src/recovery-types.ts';
 import { MAX_BUFFERED_BYTES } from './feed-limits.ts';
 import { hostAllowed, originAllowed, routes } from './http-routes.ts';
-import { watchOwners, type WatchedRecovery } from './owners.ts';
+import { watchOwners, type WatchAbout, type WatchedRecovery } from './owners.ts';
 import { InspectorServerError, loadPage } from './page-files.ts';
 import { PageRelay } from './page-relay.ts';
 import { Recorder } from './recorder.ts';
@@ -48,10 +48,10 @@ export interface InspectorServer {
   /**
    * Shows a recovery's ownership and progress on the page while it runs: per owner its task
    * dir, files and bytes, and the bytes delivered during the drain (pass the recovery whose
-   * `inspect` is this server's). Stops by itself when the recovery has ended; returns a
+   * `inspect` is this server's); with `about`, what it recovers and its files per channel. Stops by itself when the recovery has ended; returns a
    * function that stops sooner.
    */
-  watch(recovery: WatchedRecovery & { readonly actor: object }): () => void;
+  watch(recovery: WatchedRecovery & { readonly actor: object }, about?: WatchAbout): () => void;
   /** Reports spill usage for the plot (the demo calls it every 100–250 ms). */
   publishMetrics(metrics: { files: number; bytes: number; liveTasks: number; at?: number }): void;
   /** The page sockets now: how many, what is queued for them, and how many were cut off. */
@@ -226,12 +226,19 @@ class RunningInspector implements InspectorServer {
     }
   };
 
-  readonly watch = (recovery: WatchedRecovery & { readonly actor: object }): (() => void) => {
+  readonly watch = (
+    recovery: WatchedRecovery & { readonly actor: object },
+    about?: WatchAbout,
+  ): (() => void) => {
     if (this.closed) return () => undefined;
     const task = this.recorder.taskOf(recovery.actor);
-    const stop = watchOwners(recovery, (reading) => {
-      if (!this.closed) this.relay.push({ k: 'owners', t: Date.now(), task, ...reading });
-    });
+    const stop = watchOwners(
+      recovery,
+      (reading) => {
+        if (!this.closed) this.relay.push({ k: 'owners', t: Date.now(), task, ...reading });
+      },
+      about !== undefined ? { about } : {},
+    );
     this.watchers.add(stop);
     void recovery.done.catch(() => undefined).finally(() => this.watchers.delete(stop));
     return stop;

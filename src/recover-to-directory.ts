@@ -59,8 +59,10 @@ export type DirectoryReport = DirectoryResult;
 /** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
 export interface DirectoryHooks {
   startOptions?: Partial<StartOptions>;
-  watch?: (recovery: StartedRecovery) => StartedRecovery;
+  /** Wraps each started recovery (`recover --inspect` watches it), told what it recovers. */
+  watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
   onStart?: (request: SideRequest) => void;
+  onOnlyOutputState?: (subpartitions: number) => void;
 }
 
 /**
@@ -152,6 +154,7 @@ export async function runRecoveryToDirectory(
       log,
       notice,
       onStart: hooks.onStart,
+      onOnlyOutputState: hooks.onOnlyOutputState,
     },
     (request) =>
       watch(
@@ -168,6 +171,7 @@ export async function runRecoveryToDirectory(
               }
             : {}),
         }),
+        request,
       ),
   );
 }

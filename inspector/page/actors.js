@@ -90,11 +90,77 @@ function contextHtml(task) {
     ['checkpoints', `${esc(ctx.checkpoints ?? 0)} · trigger ${esc(ctx.trigger ?? '—')}`],
   ];
   if (ctx.cause) items.push(['cause', `<span class="bad">${esc(errText(ctx.cause))}</span>`]);
+  if (live?.about) items.unshift(...aboutItems(live.about));
+  // Values wrap rather than being cut (a path keeps one line and shows its end).
   const rows = items.map(
     ([k, v]) =>
       `<span class="k">${esc(k)}</span><span class="v${k === 'cause' ? ' bad' : ''}">${v}</span>`,
   );
-  return rows.join('') + (live ? ownersHtml(live) : '');
+  // A watched recovery's channel files first: on a short screen they are what the user looks for.
+  return rows.join('') + (live ? channelsHtml(live) + ownersHtml(live) : '');
+}
+
+/**
+ * What a watched recovery reads and where it writes (`recover --inspect` says): the checkpoint,
+ * and for Flink the operator, subtask and side, each on a line of its own so none is cut.
+ *
+ * @param {NonNullable<OwnersRecord['about']>} about
+ * @returns {[string, string][]}
+ */
+function aboutItems(about) {
+  /** @type {[string, string][]} */
+  const items = [
+    [
+      'checkpoint',
+      `<span class="path" title="${esc(about.checkpoint)}" data-about="checkpoint"><bdi>${esc(about.checkpoint)}</bdi></span>`,
+    ],
+  ];
+  if (about.operator !== undefined) {
+    const where = [
+      `<b data-about="operator">${esc(about.operator)}</b>`,
+      about.subtask !== undefined
+        ? `subtask <b data-about="subtask">${esc(about.subtask)}</b>`
+        : '',
+      about.side ? esc(about.side) : '',
+      about.rescale ? `rescaled to ${esc(about.rescale)}` : '',
+    ].filter((x) => x !== '');
+    items.push(['operator', where.join(' · ')]);
+  } else if (about.rescale) {
+    items.push(['rescale', esc(about.rescale)]);
+  }
+  if (about.out)
+    items.push([
+      'out',
+      `<span class="path" title="${esc(about.out)}"><bdi>${esc(about.out)}</bdi></span>`,
+    ]);
+  return items;
+}
+
+/**
+ * The bytes of each channel's file as it grows (`recover --inspect`), a bar each, scaled to the
+ * largest; what is beyond the listed files summed in one line.
+ *
+ * @param {OwnersRecord} live
+ */
+function channelsHtml(live) {
+  const files = live.channelFiles;
+  if (!files) return '';
+  const max = Math.max(1, ...files.map((f) => f.bytes));
+  const rows = files
+    .map((f) => {
+      const name = f.name.replace(/\.bin$/, '');
+      const pct = ((f.bytes / max) * 100).toFixed(1);
+      return `<div class="chan" data-channel="${esc(name)}" data-bytes="${esc(f.bytes)}"><span class="cname" title="${esc(f.name)}">${esc(name)}</span><span class="cbar"><i style="width:${pct}%"></i></span><span class="cbytes">${esc(bytes(f.bytes))}</span></div>`;
+    })
+    .join('');
+  const more = live.moreChannelFiles
+    ? `<div class="chan muted">… ${esc(live.moreChannelFiles.files)} more · ${esc(bytes(live.moreChannelFiles.bytes))}</div>`
+    : '';
+  const total = files.reduce((n, f) => n + f.bytes, 0) + (live.moreChannelFiles?.bytes ?? 0);
+  return `<div id="channels">
+    <div class="ohead">channels <span class="muted">· ${esc(files.length + (live.moreChannelFiles?.files ?? 0))} files · ${esc(bytes(total))} written</span></div>
+    ${rows || '<div class="chan muted">no channel file yet</div>'}${more}
+  </div>`;
 }
 
 /**
@@ -108,9 +174,10 @@ function deliveredHtml(task) {
   const drain = task.ctx.drain;
   if (live && (live.delivered > 0 || !drain)) {
     if (live.delivered === 0 && live.payload === undefined) return '';
+    // "of X" only while it differs: at the end the share says it (one line on a short panel).
     const of =
       live.payload !== undefined && live.payload > 0
-        ? ` of ${esc(bytes(live.payload))} · ${((live.delivered / live.payload) * 100).toFixed(0)} %`
+        ? `${live.delivered < live.payload ? ` of ${esc(bytes(live.payload))}` : ''} · ${((live.delivered / live.payload) * 100).toFixed(0)} %`
         : '';
     const channels =
       live.channels !== undefined

@@ -1,6 +1,6 @@
 // @ts-check
 // The spill plot: files, bytes and live tasks on disk over the last minute, from the metrics
-// the demo publishes.
+// the demo and `recover --inspect` publish.
 
 /** @import { MetricsRecord } from '../protocol.ts' */
 /** @import { Model } from './model.js' */
@@ -19,7 +19,7 @@ export function renderPlot(m) {
   if (pts.length === 0 || W < 50) {
     setHTML(
       svg,
-      `<text x="4" y="16">no spill metrics yet</text><text x="4" y="34">(the demo publishes them)</text>`,
+      `<text x="4" y="16">no spill metrics yet</text><text x="4" y="34">(published while a recovery runs)</text>`,
     );
     return;
   }

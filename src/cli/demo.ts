@@ -113,7 +113,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
 /** The options, parsed and checked (usage errors: exit 2), or `'help'`. */
 function parseArgs(argv: string[]): DemoArgs | 'help' {
-  const { rest, port } = takeInspectFlag(argv);
+  const { rest, port, holdSeconds, waitForPage } = takeInspectFlag(argv);
+  if (holdSeconds > 0 || waitForPage) {
+    throw new UsageError('--inspect-hold and --wait-for-page are options of recover --inspect');
+  }
   const { values } = parse(rest, {
     tasks: { type: 'string' },
     loops: { type: 'string' },

@@ -8,6 +8,8 @@ import {
   type DirectoryReport,
   type RecoverToDirectoryOptions,
 } from '../recover-to-directory.ts';
+import { join } from 'node:path';
+import type { SideRequest } from '../services/outputs/recover-to-directory.ts';
 import { redactLocation } from '../services/locations/redact.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
@@ -16,6 +18,7 @@ import { trapSignals, type SignalScope } from './signals.ts';
 import { reportError } from './errors.ts';
 import { oneLine } from './terminal-text.ts';
 import { RecoverProgress } from './progress-text.ts';
+import type { FlinkKey } from '../services/formats/flink/entry-source.ts';
 import { unitFields, whoText } from './recover-report.ts';
 import {
   recordRows,
@@ -25,7 +28,12 @@ import {
   rescaleUsage,
 } from './rescale-arg.ts';
 import { flinkFromArgs, flinkHint, flinkOptionSpec, flinkUsage } from './flink-arg.ts';
-import { inspectUsage, withRecoveryInspector, type RecoveryInspector } from './recover-inspect.ts';
+import {
+  inspectUsage,
+  withRecoveryInspector,
+  type RecoveryInspector,
+  type WatchAbout,
+} from './recover-inspect.ts';
 
 const MIB = 1024 * 1024;
 
@@ -117,9 +125,16 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
       libraryOptions(args, signals.signal, io, progress),
       {
         startOptions: inspector.options,
-        watch: (recovery) => inspector.watch(recovery),
+        watch: (recovery, request) => inspector.watch(recovery, aboutOf(args, request)),
         onStart: ({ side, dir }) => {
           if (side === 'output' && dir === '') progress?.next('output');
+        },
+        onOnlyOutputState: (subpartitions) => {
+          throw new UsageError(
+            `operator ${args.flink?.operator ?? ''} subtask ${args.flink?.subtask ?? 0} has no ` +
+              `input-channel state, only output state (${subpartitions} subpartition(s)): add ` +
+              `--output-state to recover it`,
+          );
         },
       },
     ).catch(async (error: unknown) => {
@@ -128,6 +143,7 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
     });
     progress?.done();
     printResult(io, args, report);
+    warnIfNoRecordKept(io, args, report);
     // Past the commit point the run is done: a signal that arrived since is not a cancel.
     return 0;
   } catch (error) {
@@ -270,4 +286,42 @@ function reportFailure(io: Io, error: unknown, args: RecoverArgs, signals: Signa
     return signals.exitCode;
   }
   return reportError(io, error, 'recover', args.json);
+}
+
+/**
+ * A rescale that read records and kept none: most likely the key is not what `--key` (or
+ * `--key-bytes`) says, so every record hashed elsewhere. Said on stderr, naming the key.
+ */
+function warnIfNoRecordKept(io: Io, args: RecoverArgs, { total }: DirectoryReport): void {
+  const records = total.records;
+  if (records === undefined || records.read === 0 || records.kept > 0) return;
+  const key =
+    args.flink !== undefined
+      ? `--key ${keyText(args.flink.key)}`
+      : `--key-bytes ${(args.rescale as { keyBytes?: number } | undefined)?.keyBytes ?? 8}`;
+  io.err.write(
+    `spillway recover: warning: no record of ${records.read} kept under ${key}; if the key is ` +
+      `not that, every record hashed to another subtask (see --key long|int|bytes:K)\n`,
+  );
+}
+
+function keyText(key: FlinkKey | undefined): string {
+  return key === undefined ? 'long' : typeof key === 'string' ? key : `bytes:${key.bytes}`;
+}
+
+/** What `--inspect`'s page is told of one recovery: what it reads, and where its files grow. */
+function aboutOf(args: RecoverArgs, request: SideRequest): WatchAbout {
+  const flink = request.flink;
+  const rescale = args.rescale as { subtask?: number; parallelism: number } | undefined;
+  const subtask = request.rescaleSubtask ?? rescale?.subtask;
+  return {
+    checkpoint: args.shown,
+    format: args.flink !== undefined ? 'flink' : 'spwc',
+    ...(flink !== undefined
+      ? { operator: flink.operator, subtask: flink.subtask, side: request.side }
+      : {}),
+    ...(rescale !== undefined ? { rescale: `${subtask ?? '*'}/${rescale.parallelism}` } : {}),
+    out: request.dir === '' ? args.outDir : join(args.outDir, request.dir),
+    channelFilesDir: request.stagingDir,
+  };
 }

@@ -120,6 +120,13 @@ export function recordRows(records: RecordReport | undefined): [string, number][
     ['records read', records.read],
     ['records kept', records.kept],
     ['records dropped', records.dropped],
+    // A Flink recovery's other elements, never counted as records.
+    ...(records.watermarks !== undefined
+      ? [['watermarks kept', records.watermarks] as [string, number]]
+      : []),
+    ...(records.elementsDropped !== undefined && records.elementsDropped > 0
+      ? [['other elements dropped', records.elementsDropped] as [string, number]]
+      : []),
   ];
 }
 

@@ -2,7 +2,7 @@
  * `spillway tour`: what `npm start` shows a newcomer — the product on a real Flink checkpoint
  * (shipped in the package's `examples/flink-checkpoint/`), step by step: list what it holds in
  * flight, extract one subtask's input channels into files, look inside one, then the commands to
- * try next. Each step runs the real command through the same dispatcher a user types into.
+ * try next. Each step runs the real command's module, as `spillway COMMAND …` does.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,6 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from './args.ts';
 import type { Io } from './io.ts';
-import { main } from './main.ts';
 
 export const usage = `usage: spillway tour
 
@@ -49,9 +48,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   const shown = relative(process.cwd(), checkpoint) || checkpoint;
   const say = (text: string) => io.out.write(`${text}\n`);
-  const run = async (args: string[]): Promise<number> => {
-    say(`\n$ spillway ${args.join(' ')}`);
-    return main(args, io);
+  const run = async ([command, ...args]: ['flink' | 'recover', ...string[]]): Promise<number> => {
+    say(`\n$ spillway ${[command, ...args].join(' ')}`);
+    // The commands' own modules, as the dispatcher loads them (main.ts loads this one).
+    const module = command === 'flink' ? await import('./flink.ts') : await import('./recover.ts');
+    return module.run(args, io);
   };
   // The extracted files live in a temp dir of the tour's own, gone at the end, and at exit too
   // (a signal during a step ends the step; the backstop covers an exit from anywhere).

@@ -16,8 +16,16 @@ import {
   type RecordRules,
 } from './record-parser.ts';
 
-/** Number of records read, kept and dropped by a filtering recovery. */
-export type RecordReport = RecordCounts;
+/**
+ * Number of records read, kept and dropped by a filtering recovery. A Flink recovery counts
+ * records only there, and its other stream elements apart: `watermarks` (watermarks and
+ * watermark statuses kept) and `elementsDropped` (latency markers, record attributes, and the
+ * elements of old subtasks Flink's restore does not assign the new subtask).
+ */
+export interface RecordReport extends RecordCounts {
+  watermarks?: number;
+  elementsDropped?: number;
+}
 
 /**
  * Where survivors go: a {@link SpillWriter}, or anything that takes bytes per channel the

@@ -39,20 +39,25 @@ export class DataOutput {
     return at;
   }
 
+  // Each write takes its offset first: room() may replace `this.buf`, and `this.buf.write…(v,
+  // this.room(n))` would have read the old buffer before the call grew it.
   byte(v: number): this {
-    this.buf[this.room(1)] = v & 0xff;
+    const at = this.room(1);
+    this.buf[at] = v & 0xff;
     return this;
   }
 
   int32(v: number): this {
-    this.buf.writeInt32BE(v | 0, this.room(4));
+    const at = this.room(4);
+    this.buf.writeInt32BE(v | 0, at);
     return this;
   }
 
   /** A safe integer as Java's `writeLong` (two's complement, big-endian). */
   int64(v: number): this {
     if (!Number.isSafeInteger(v)) throw new RangeError(`int64: ${v} is not a safe integer`);
-    this.buf.writeBigInt64BE(BigInt(v), this.room(8));
+    const at = this.room(8);
+    this.buf.writeBigInt64BE(BigInt(v), at);
     return this;
   }
 
@@ -74,7 +79,8 @@ export class DataOutput {
       n += c >= 0x0001 && c <= 0x007f ? 1 : c <= 0x07ff ? 2 : 3;
     }
     if (n > 0xffff) throw new RangeError(`writeUTF: encoded string too long: ${n} bytes`);
-    this.buf.writeUInt16BE(n, this.room(2));
+    const lengthAt = this.room(2);
+    this.buf.writeUInt16BE(n, lengthAt);
     const at = this.room(n);
     let k = at;
     for (let i = 0; i < s.length; i++) {

@@ -14,7 +14,14 @@
  */
 import { dirname, resolve, sep } from 'node:path';
 import { fsSeam } from '../../../fs.ts';
-import { AbortedError, CorruptCheckpointError, RewriteRefusedError } from '../../../errors.ts';
+import {
+  AbortedError,
+  CorruptCheckpointError,
+  RewriteRefusedError,
+  addSuppressed,
+  cleanUpOnFailure,
+  ours,
+} from '../../../errors.ts';
 import { closeAfter, openCheckpointSource, type SourceOptions } from '../../../locations/source.ts';
 import { redactLocation } from '../../../locations/redact.ts';
 import { isRemoteLocation } from '../../../locations/schemes.ts';
@@ -31,12 +38,7 @@ import {
   type RewriteContext,
 } from './subtask-rewrite.ts';
 
-export type {
-  FlinkDropSelector,
-  FlinkElementPosition,
-  FlinkKeyDrop,
-  FlinkRewriteElement,
-} from './selectors.ts';
+export type { FlinkDropSelector, FlinkKeyDrop, FlinkRewriteElement } from './selectors.ts';
 export type { FlinkDroppedElement } from './subtask-rewrite.ts';
 
 /** Options of {@link rewriteFlinkCheckpoint}. */
@@ -107,10 +109,31 @@ export interface FlinkRewriteResult {
 export async function rewriteFlinkCheckpoint(
   options: RewriteFlinkCheckpointOptions,
 ): Promise<FlinkRewriteResult> {
-  const { signal, remote } = options;
+  const { signal } = options;
   const throwIfAborted = (): void => {
-    if (signal?.aborted === true) throw signal.reason ?? new AbortedError('rewrite aborted');
+    if (signal?.aborted === true) {
+      throw new AbortedError('flink rewrite aborted', { cause: signal.reason });
+    }
   };
+  try {
+    return await rewrite(options, throwIfAborted);
+  } catch (error) {
+    // An abort surfaces as an AbortedError whatever the read in progress threw; every other
+    // failure as a Spillway error (a raw ENOSPC becomes an IoError), the first cause kept.
+    if (signal?.aborted === true && !(error instanceof AbortedError)) {
+      const aborted = new AbortedError('flink rewrite aborted', { cause: signal.reason });
+      addSuppressed(aborted, error);
+      throw aborted;
+    }
+    throw ours(error);
+  }
+}
+
+async function rewrite(
+  options: RewriteFlinkCheckpointOptions,
+  throwIfAborted: () => void,
+): Promise<FlinkRewriteResult> {
+  const { signal, remote } = options;
   throwIfAborted();
   const located = await readFlinkMetadata(options.checkpoint, {
     ...(signal !== undefined ? { signal } : {}),
@@ -123,16 +146,19 @@ export async function rewriteFlinkCheckpoint(
   const metadata = await parseBytes(sourceBytes, located.location, signal);
   const drops = resolveDrops(metadata, options.drop ?? []);
   const dryRun = options.dryRun === true;
+  throwIfAborted();
   const staging = dryRun ? undefined : await stage(out);
-  try {
-    const result = await build(options, metadata, sourceBytes, drops, staging, throwIfAborted);
-    throwIfAborted();
-    if (staging !== undefined) await commit(staging);
-    return { ...result, out, dryRun };
-  } catch (error) {
-    if (staging !== undefined) await discard(staging);
-    throw error;
-  }
+  return cleanUpOnFailure(
+    async () => {
+      const result = await build(options, metadata, sourceBytes, drops, staging, throwIfAborted);
+      throwIfAborted();
+      if (staging !== undefined) await commit(staging);
+      return { ...result, out, dryRun };
+    },
+    async () => {
+      if (staging !== undefined) await discard(staging);
+    },
+  );
 }
 
 async function build(

@@ -1,0 +1,280 @@
+/**
+ * A real Flink restores what `spillway flink rewrite` writes (issue 31). When `java` and `mvn`
+ * are on PATH, per release (1.20.x writes metadata v4, 2.x writes v6 with merged handles):
+ *
+ * - the harness's PoisonJob (interop/flink: keyed, unaligned checkpoints under backpressure,
+ *   retained) fails on a poison record while that record is in flight, leaving a checkpoint
+ *   that holds it (found in the input channel state by Spillway);
+ * - (1) restored from that checkpoint, the job fails on the poison again;
+ * - (2) `flink rewrite --drop <the poison's position>`: restored from NEWDIR the job runs to the
+ *   end, and its sink gets exactly what Flink's own restore of the original delivers (with the
+ *   check let through) minus the poison, each record once — every in-flight record and
+ *   everything after;
+ * - (3) a rewrite that drops nothing restores to the same sink output as the original;
+ * - Flink's `Checkpoints.loadCheckpointMetadata` + `storeCheckpointMetadata` of every NEWDIR,
+ *   and of the rewrites of the committed fixtures, gives back the file byte for byte.
+ *
+ * Variants (channel-state storage of the source): by default 1.20.x file + inline and 2.x
+ * inline + file-merging; SPILLWAY_FLINK_VARIANTS=file,inline,merging runs those for both.
+ * Without java or mvn the suite is skipped with a printed reason.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
+import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/rewrite.ts';
+import { runCli } from '../e2e/harness.ts';
+import { listFlinkFixtures } from '../helpers/flink-expected.ts';
+import { cutFrames, readChannel } from '../helpers/flink-rewrite.ts';
+import { repoRoot } from '../helpers/processes.ts';
+import { removeDir, tempDir } from '../helpers/temp.ts';
+
+const run = promisify(execFile);
+const harnessDir = join(repoRoot, 'interop', 'flink');
+
+function onPath(command: string, args: string[]): boolean {
+  const r = spawnSync(command, args, { stdio: 'ignore' });
+  return r.error === undefined && r.status === 0;
+}
+const missing = [
+  ...(onPath('java', ['-version']) ? [] : ['java']),
+  ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
+];
+if (missing.length > 0) {
+  console.log(`rewrite-real-flink: skipped, ${missing.join(' and ')} not on PATH`);
+}
+const suite = missing.length === 0 ? describe : describe.skip;
+
+const RELEASES = [
+  { profile: 'flink1', flink: '1.20.x', fixtures: '1.20.5-', metadataVersion: 4 },
+  { profile: 'flink2', flink: '2.x', fixtures: '2.3.0-', metadataVersion: 6 },
+] as const;
+
+const VARIANT_FLAGS: Record<string, string[]> = {
+  file: ['--threshold', '0b'],
+  inline: ['--threshold', '20kb', '--subtasks-per-file', '1'],
+  merging: ['--threshold', '0b', '--file-merging'],
+};
+
+function variantsOf(profile: string): string[] {
+  const env = process.env.SPILLWAY_FLINK_VARIANTS;
+  if (env !== undefined && env !== '') {
+    return env
+      .split(',')
+      .map((v) => v.trim())
+      .filter((v) => VARIANT_FLAGS[v] !== undefined);
+  }
+  return profile === 'flink1' ? ['file', 'inline'] : ['inline', 'merging'];
+}
+
+/** The poison's sequence number (its value is "poison", its key 3000 % 97). */
+const POISON = 3000;
+const MiB = 1 << 20;
+
+const seconds = (t0: number): string => ((performance.now() - t0) / 1000).toFixed(1);
+
+async function build(profile: string): Promise<string> {
+  await run(
+    'mvn',
+    ['-q', '-B', '-Dstyle.color=never', '-P', profile, 'compile', 'dependency:build-classpath'],
+    { cwd: harnessDir, maxBuffer: 16 * MiB },
+  );
+  const target = join(harnessDir, 'target', profile);
+  const deps = (await readFile(join(target, 'classpath.txt'), 'utf8')).trim();
+  return `${join(target, 'classes')}:${deps}`;
+}
+
+/** One restored job: what the sink printed and how it ended. */
+interface Restored {
+  readonly out: string[];
+  readonly end: string;
+}
+
+/** `PoisonJob restore` of each checkpoint, one JVM: RUN / OUT… / FINISHED | FAILED blocks. */
+async function restore(
+  classpath: string,
+  mode: 'throw' | 'pass',
+  from: readonly string[],
+): Promise<Map<string, Restored>> {
+  const args = ['-cp', classpath, 'dev.spillway.flink.PoisonJob', 'restore', '--mode', mode];
+  args.push('--poison', String(POISON), ...from.flatMap((f) => ['--from', f]));
+  const { stdout } = await run('java', args, { maxBuffer: 256 * MiB });
+  const runs = new Map<string, Restored>();
+  let current: { path: string; out: string[] } | undefined;
+  for (const line of stdout.split('\n')) {
+    if (line.startsWith('RUN ')) current = { path: line.slice(4), out: [] };
+    else if (line.startsWith('OUT ')) current?.out.push(line.slice(4));
+    else if ((line === 'FINISHED' || line.startsWith('FAILED ')) && current !== undefined) {
+      runs.set(current.path, { out: current.out, end: line });
+      current = undefined;
+    }
+  }
+  return runs;
+}
+
+/** A variant's checkpoints: the original, the rewrite without the poison, the copy. */
+interface Case {
+  readonly variant: string;
+  readonly original: string;
+  readonly dropped: string;
+  readonly same: string;
+  readonly poisonAt: string;
+  /** The sequence numbers of the records in the original's input channel state. */
+  readonly inFlight: string[];
+}
+
+for (const release of RELEASES) {
+  suite(`a real Flink ${release.flink} restores what flink rewrite wrote`, () => {
+    let root = '';
+    let classpath = '';
+    const cases: Case[] = [];
+    let thrown = new Map<string, Restored>();
+    let passed = new Map<string, Restored>();
+
+    beforeAll(async () => {
+      root = await tempDir();
+      let t0 = performance.now();
+      classpath = await build(release.profile);
+      const timings = [`maven ${seconds(t0)} s`];
+      for (const variant of variantsOf(release.profile)) {
+        t0 = performance.now();
+        const written = await run(
+          'java',
+          ['-cp', classpath, 'dev.spillway.flink.PoisonJob', 'write'].concat(
+            ['--out', join(root, variant), '--poison', String(POISON)],
+            VARIANT_FLAGS[variant]!,
+          ),
+          { maxBuffer: 256 * MiB },
+        );
+        timings.push(`write ${variant} ${seconds(t0)} s`);
+        const original = /^CHECKPOINT (.+)$/m.exec(written.stdout)?.[1];
+        if (original === undefined) throw new Error(`no checkpoint:\n${written.stderr}`);
+        expect(written.stdout).toMatch(/^FAILED .*poison record/m);
+        // Where the poison is: Spillway's own reading of the input channel state.
+        const found = await rewriteFlinkCheckpoint({
+          checkpoint: original,
+          out: join(root, `${variant}-unused`),
+          dryRun: true,
+          drop: [(e) => e.kind === 'record' && e.bytes.includes(Buffer.from('poison'))],
+        });
+        expect(found.dropped.length, 'the poison is in flight in the input channel state').toBe(1);
+        const poisonAt = found.dropped[0]!.position;
+        const inFlight: string[] = [];
+        const meta = await readFlinkMetadata(original);
+        for (const op of meta.operators) {
+          for (const st of op.subtasks) {
+            for (const h of st.inputChannels) {
+              const bytes = await readChannel(
+                original,
+                op.id,
+                st.index,
+                'input',
+                h.gate,
+                h.channel,
+              );
+              for (const frame of cutFrames(bytes).frames) {
+                const m = /r(\d+)$/.exec(frame.toString('latin1'));
+                if (m !== null) inFlight.push(m[1]!);
+              }
+            }
+          }
+        }
+        const dropped = join(root, `${variant}-dropped`);
+        const same = join(root, `${variant}-same`);
+        const r1 = await runCli([
+          'flink',
+          'rewrite',
+          original,
+          '--out',
+          dropped,
+          '--drop',
+          poisonAt,
+        ]);
+        expect(r1.code, r1.stderr).toBe(0);
+        const r2 = await runCli(['flink', 'rewrite', original, '--out', same]);
+        expect(r2.code, r2.stderr).toBe(0);
+        cases.push({ variant, original, dropped, same, poisonAt, inFlight });
+      }
+      t0 = performance.now();
+      thrown = await restore(
+        classpath,
+        'throw',
+        cases.flatMap((c) => [c.original, c.dropped]),
+      );
+      passed = await restore(
+        classpath,
+        'pass',
+        cases.flatMap((c) => [c.original, c.same]),
+      );
+      timings.push(`restores ${seconds(t0)} s`);
+      console.log(`rewrite-real-flink ${release.profile}: ${timings.join(', ')}`);
+    }, 1_200_000);
+
+    afterAll(async () => {
+      if (root !== '') await removeDir(root);
+    });
+
+    it('restored from the original checkpoint, the job fails on the poison record (each variant)', () => {
+      expect(cases.length).toBe(variantsOf(release.profile).length);
+      for (const c of cases) {
+        expect(thrown.get(c.original)?.end, c.variant).toMatch(/^FAILED .*poison record/);
+      }
+    });
+
+    it('restored from the rewrite without the poison, the job runs to the end; its sink gets every record of the original except the poison, exactly once, in-flight ones and all after', () => {
+      for (const c of cases) {
+        const fixed = thrown.get(c.dropped);
+        expect(fixed?.end, c.variant).toBe('FINISHED');
+        const reference = passed.get(c.original)!;
+        expect(reference.end).toBe('FINISHED');
+        expect(reference.out.filter((v) => v === 'poison')).toEqual(['poison']);
+        const got = [...fixed!.out].sort();
+        expect(new Set(got).size, `${c.variant}: no record twice`).toBe(got.length);
+        expect(got, c.variant).toEqual(reference.out.filter((v) => v !== 'poison').sort());
+        // Every record that was in flight (in the input channel state) reached the sink.
+        const delivered = new Set(got);
+        expect(c.inFlight.length).toBeGreaterThan(1);
+        expect(
+          c.inFlight.filter((n) => !delivered.has(n)),
+          c.variant,
+        ).toEqual([]);
+        // …and everything the source emits after its checkpointed position.
+        expect(delivered.has(String(POISON + 20_000))).toBe(true);
+      }
+    });
+
+    it('a rewrite that drops nothing restores to the same sink output as the original', () => {
+      for (const c of cases) {
+        const a = passed.get(c.original)!;
+        const b = passed.get(c.same)!;
+        expect(b.end, c.variant).toBe('FINISHED');
+        expect([...b.out].sort(), c.variant).toEqual([...a.out].sort());
+      }
+    });
+
+    it("Flink's own serializer loads and stores every NEWDIR (poison rewrites, committed fixtures' rewrites) to the same bytes", async () => {
+      const dirs = cases.flatMap((c) => [c.dropped, c.same]);
+      for (const f of listFlinkFixtures().filter((x) => x.name.startsWith(release.fixtures))) {
+        const out = join(root, `fixture-${f.name}`);
+        await rewriteFlinkCheckpoint({
+          checkpoint: f.checkpoint,
+          out,
+          relocate: [{ from: f.originalJobDir, to: f.jobDir }],
+        });
+        dirs.push(out);
+      }
+      for (const d of dirs)
+        expect((await readFlinkMetadata(d)).version).toBe(release.metadataVersion);
+      const r = await run(
+        'java',
+        ['-cp', classpath, 'dev.spillway.flink.MetadataRoundTrip', ...dirs],
+        { maxBuffer: 16 * MiB },
+      ).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? String(e) }));
+      const lines = r.stdout.trim().split('\n');
+      expect(lines.filter((l) => !l.startsWith('SAME '))).toEqual([]);
+      expect(lines.length).toBe(dirs.length);
+    }, 300_000);
+  });
+}
