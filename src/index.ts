@@ -57,6 +57,7 @@ export {
 export type { DirectoryUnit, SideReport } from './services/outputs/recover-to-directory.ts';
 export type {
   CheckpointOptions,
+  ConsumerInfo,
   OwnedResource,
   OwnershipReport,
   RecoverOptions,
@@ -119,6 +120,7 @@ export {
   RemoteTimeoutError,
   UnknownOperatorError,
   TypeSpecError,
+  RewriteRefusedError,
   suppressedOf,
 } from './services/errors.ts';
 export type {
@@ -151,6 +153,17 @@ export type {
 } from './services/formats/flink/records/elements.ts';
 export type { FlinkValue } from './services/formats/flink/records/decode.ts';
 export type { FlinkType, FlinkField } from './services/formats/flink/records/type-spec.ts';
+export {
+  rewriteFlinkCheckpoint,
+  type RewriteFlinkCheckpointOptions,
+  type FlinkRewriteResult,
+  type FlinkRewriteProgress,
+  type FlinkRewriteSubtask,
+  type FlinkDropSelector,
+  type FlinkKeyDrop,
+  type FlinkRewriteElement,
+  type FlinkDroppedElement,
+} from './services/formats/flink/write/rewrite.ts';
 export { VERSION } from './version.ts';
 // Test-data generators and the SPWC reader and writer: `spillway/testing`; Flink's key-group
 // maths: `spillway/rescale`; the machines with their XState types: `spillway/machines`.

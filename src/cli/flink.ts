@@ -9,6 +9,8 @@ export const usage = `usage: spillway flink SUBCOMMAND …
 
   ls CHECKPOINT        what the checkpoint holds in flight, largest first (--help for flags)
   records CHECKPOINT   one subtask's in-flight elements as JSON Lines, decoded (--help for flags)
+  report CHECKPOINT --out FILE.html
+                       one offline HTML page: bars, heat map, top channels, skew
   rewrite CHECKPOINT   a new checkpoint without the elements named (--help for flags)
 
 'spillway flink SUBCOMMAND --help' prints that subcommand's flags.
@@ -23,6 +25,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   if (sub === 'ls') return (await import('./flink-ls.ts')).ls(rest, io);
   if (sub === 'records') return (await import('./flink-records.ts')).run(rest, io);
+  if (sub === 'report') return (await import('./flink-report.ts')).run(rest, io);
   if (sub === 'rewrite') return (await import('./flink-rewrite.ts')).run(rest, io);
   throw new UsageError(`unknown subcommand 'flink ${sub}' (try 'spillway flink ls')`);
 }

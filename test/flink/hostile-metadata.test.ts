@@ -201,8 +201,8 @@ describe('malformed fields name their offset', () => {
   it('bad magic, and versions 1, 2 and 7, are refused naming what was found', async () => {
     const good = buildFlinkMetadataWithMarks(spec(4)).bytes;
     await expectCorrupt(
-      patched(good, 0, i32(0x53505743)),
-      /not a Flink _metadata file \(magic 0x53505743/,
+      patched(good, 0, i32(0x12345678)),
+      /not a Flink _metadata file \(magic 0x12345678/,
       0,
     );
     for (const version of [1, 2, 7, -1]) {

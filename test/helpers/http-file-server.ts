@@ -5,7 +5,7 @@
  * request's headers so a test can check what the client sent (a resumed range, its If-Match).
  */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -23,10 +23,14 @@ export async function etagOf(file: string): Promise<string> {
   return `"${st.size.toString(16)}-${Math.round(st.mtimeMs).toString(16)}"`;
 }
 
-/** `etag: false` serves without an `ETag` (a store that gives none: a resume must re-check). */
+/**
+ * `etag: false` serves without an `ETag` (a store that gives none: a resume must re-check);
+ * `listings: true` answers a directory's path with an HTML listing of it (200, `text/html`), as
+ * a web server with directory indexes does.
+ */
 export async function startFileServer(
   dir: string,
-  options: { etag?: boolean } = {},
+  options: { etag?: boolean; listings?: boolean } = {},
 ): Promise<FileServer> {
   const requests: FileServer['requests'] = [];
   const server = createServer((req, res) => {
@@ -35,6 +39,15 @@ export async function startFileServer(
     void (async () => {
       const file = join(dir, path);
       const st = await stat(file).catch(() => undefined);
+      if (st?.isDirectory() === true && options.listings === true) {
+        const names = await readdir(file);
+        const body = `<!DOCTYPE html>\n<html><body><h1>Index of ${path}</h1><ul>${names
+          .map((n) => `<li><a href="${n}">${n}</a></li>`)
+          .join('')}</ul></body></html>\n`;
+        res.writeHead(200, { 'content-type': 'text/html', 'content-length': body.length });
+        res.end(body);
+        return;
+      }
       if (st === undefined || !st.isFile()) {
         res.writeHead(404).end();
         return;

@@ -11,10 +11,11 @@
  */
 import { join } from 'node:path';
 import { fsSeam } from '../../fs.ts';
-import { RemoteNotFoundError } from '../../errors.ts';
+import { CheckpointPathError, CorruptCheckpointError, RemoteNotFoundError } from '../../errors.ts';
 import { openCheckpointSource, type CheckpointByteSource } from '../../locations/source.ts';
 import { redactLocation } from '../../locations/redact.ts';
 import { isRemoteLocation } from '../../locations/schemes.ts';
+import { isWebPage, WEB_PAGE_ANSWER } from '../web-page.ts';
 import { MetadataInput } from './metadata-input.ts';
 import {
   readChannelHandleV1,
@@ -75,9 +76,54 @@ export async function readFlinkMetadata(
     const window = isRemoteLocation(metadataLocation) ? 256 * 1024 : 128 * 1024;
     const input = new MetadataInput(source, bytes, shown, options.signal, window);
     return await parseMetadata(input, metadataLocation);
+  } catch (error) {
+    // `http://…/chk-3` answered with the dir's HTML listing (a redirect to `chk-3/`): the
+    // checkpoint is the `_metadata` inside it. Tried once, as a directory.
+    if (
+      error instanceof CorruptCheckpointError &&
+      error.offset === 0 &&
+      error.reason.startsWith(WEB_PAGE_ANSWER) &&
+      metadataLocation === location &&
+      !location.includes('?')
+    ) {
+      await source.close();
+      return readFlinkMetadata(`${location}/`, options).catch(() => {
+        throw error;
+      });
+    }
+    throw error;
   } finally {
     await source.close();
   }
+}
+
+/** The SPWC magic ("SPWC"), for a useful word when one is given where a Flink one is expected. */
+const SPWC_MAGIC = 0x53505743;
+
+/**
+ * A local dir without `_metadata`: a Flink job dir (`<job>/chk-N/_metadata`) is named as such,
+ * with the checkpoints it holds, newest last; anything else is left to the open's own error.
+ */
+async function refuseJobDir(dir: string): Promise<void> {
+  const names = await fsSeam.readdir(dir).catch(() => [] as string[]);
+  const checkpoints: number[] = [];
+  for (const name of names) {
+    const m = /^chk-(\d+)$/.exec(name);
+    if (m === null) continue;
+    const has = await fsSeam.stat(join(dir, name, METADATA_FILE_NAME)).then(
+      (st) => st.isFile(),
+      () => false,
+    );
+    if (has) checkpoints.push(Number(m[1]));
+  }
+  if (checkpoints.length === 0) return;
+  checkpoints.sort((a, b) => a - b);
+  const listed = checkpoints.map((n) => `chk-${n}`);
+  throw new CheckpointPathError(
+    dir,
+    `a Flink job dir, not a checkpoint: it holds ${listed.join(', ')}; ` +
+      `pass one of them (the newest: ${join(dir, listed.at(-1)!)})`,
+  );
 }
 
 /**
@@ -95,8 +141,13 @@ async function openMetadata(
       () => false,
     );
     const metadataLocation = isDir ? join(location, METADATA_FILE_NAME) : location;
-    const { file, bytes } = await openCheckpointSource(metadataLocation, sourceOptions);
-    return { metadataLocation, source: file, bytes };
+    const opened = await openCheckpointSource(metadataLocation, sourceOptions).catch(
+      async (error: unknown) => {
+        if (isDir) await refuseJobDir(location);
+        throw error;
+      },
+    );
+    return { metadataLocation, source: opened.file, bytes: opened.bytes };
   }
   const hasQuery = location.includes('?');
   if (!hasQuery && location.endsWith('/')) {
@@ -138,6 +189,20 @@ export async function parseMetadata(
   location: string,
 ): Promise<FlinkCheckpointMetadata> {
   const magic = await input.int32('magic number');
+  if (magic === SPWC_MAGIC) {
+    throw input.corrupt(
+      0,
+      `an SPWC checkpoint, not a Flink _metadata file: read it with 'spillway recover FILE --out DIR' (no --operator)`,
+    );
+  }
+  const first = Buffer.alloc(4);
+  first.writeInt32BE(magic);
+  if (isWebPage(first)) {
+    throw input.corrupt(
+      0,
+      `${WEB_PAGE_ANSWER} (HTML), not a Flink _metadata file; did you mean ${redactLocation(location).replace(/\/$/, '')}/${METADATA_FILE_NAME}?`,
+    );
+  }
   if (magic !== FLINK_METADATA_MAGIC) {
     throw input.corrupt(
       0,

@@ -6,6 +6,7 @@
  * `int32 gate, int32 channel, int32 length, uint32 crc32(payload), payload`; a v2 entry is led
  * by `int32 subtask` (the old subtask that wrote it) before `gate`.
  */
+import { isWebPage, WEB_PAGE_ANSWER } from '../web-page.ts';
 import type { CorruptCheckpointError } from '../../errors.ts';
 
 /**
@@ -136,6 +137,9 @@ export function checkMagic(
   const n = Math.min(fill, CHECKPOINT_MAGIC.length);
   for (let k = 0; k < n; k++) {
     if (header[k] !== CHECKPOINT_MAGIC[k]) {
+      if (fill >= 4 && isWebPage(header)) {
+        throw corrupt(0, `${WEB_PAGE_ANSWER} (HTML), not a checkpoint file`);
+      }
       throw corrupt(
         0,
         `bad magic 0x${header.subarray(0, n).toString('hex')} (expected 0x${CHECKPOINT_MAGIC.toString('hex')} "SPWC")`,

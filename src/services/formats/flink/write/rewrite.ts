@@ -38,12 +38,7 @@ import {
   type RewriteContext,
 } from './subtask-rewrite.ts';
 
-export type {
-  FlinkDropSelector,
-  FlinkElementPosition,
-  FlinkKeyDrop,
-  FlinkRewriteElement,
-} from './selectors.ts';
+export type { FlinkDropSelector, FlinkKeyDrop, FlinkRewriteElement } from './selectors.ts';
 export type { FlinkDroppedElement } from './subtask-rewrite.ts';
 
 /** Options of {@link rewriteFlinkCheckpoint}. */
