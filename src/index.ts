@@ -57,6 +57,7 @@ export {
 export type { DirectoryUnit, SideReport } from './services/outputs/recover-to-directory.ts';
 export type {
   CheckpointOptions,
+  ConsumerInfo,
   OwnedResource,
   OwnershipReport,
   RecoverOptions,

@@ -62,6 +62,7 @@ export interface DirectoryHooks {
   /** Wraps each started recovery (`recover --inspect` watches it), told what it recovers. */
   watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
   onStart?: (request: SideRequest) => void;
+  onOnlyOutputState?: (subpartitions: number) => void;
 }
 
 /**
@@ -153,6 +154,7 @@ export async function runRecoveryToDirectory(
       log,
       notice,
       onStart: hooks.onStart,
+      onOnlyOutputState: hooks.onOnlyOutputState,
     },
     (request) =>
       watch(

@@ -6,8 +6,8 @@
  * past the commit point, fully published.
  *
  * Every position of a 100-file publish, with and without `--overwrite`; for a 20,000-file one
- * (78 turns of the synchronous publish) a spread of positions: the first and last move of each
- * kind, the turn boundaries around them, the middle, and the moves beside the commit point.
+ * (79 turns of the synchronous publish) a spread of positions: the first move of each kind,
+ * the first of its second turn, the last, and the moves beside the commit point.
  */
 import {
   linkSync,
