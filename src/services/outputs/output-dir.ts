@@ -25,7 +25,8 @@ import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
 import { dirPrefix } from './dir-prefix.ts';
 import { CHANNEL_FILE_RE, channelFileName } from './file-names.ts';
-import { missingDirs, removeDirs, stagedFiles, treeDirs } from './publish-tree.ts';
+import { missingDirs, removeDirs, treeDirs } from './publish-tree.ts';
+import { acquirePublishLock, settlePublishLock } from './publish-lock.ts';
 import type { ChannelInfo } from '../channel.ts';
 import {
   AbortedError,
@@ -137,6 +138,7 @@ export class OutputDir {
         const match = STAGING_RE.exec(name);
         if (match !== null) await settleIfDead(fs, dir, name, match, log, notice);
       }
+      await settlePublishLock(dir, fs);
       const names = await fs.readdir(dir);
       const existing = names.filter((n) => CHANNEL_FILE_RE.test(n)).sort();
       for (const name of existing) {
@@ -245,6 +247,14 @@ export class OutputDir {
     if (tree.length > 0 && this.overwrite) {
       throw new OutputDirError(this.dir, 'a tree of subtask dirs is never published over files');
     }
+    // One publish at a time in DIR: another run's moves never interleave with these.
+    let release: () => Promise<void>;
+    try {
+      release = await acquirePublishLock(this.dir, this.stagingDir, signal, this.fs);
+    } catch (error) {
+      await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
+      throw error;
+    }
     // Written and synced before the first move: from here a crash is rolled back by the next
     // run, so the exit hook must not remove the staging dir (it would take the originals).
     await writeSynced(
@@ -269,14 +279,21 @@ export class OutputDir {
     } catch (error) {
       await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, async (k) => {
         if (done[k] === 0) return;
-        const { target, aside } = names(k);
+        const { target, staged, aside } = names(k);
         try {
-          if ((done[k]! & PUBLISHED) !== 0) await this.fs.unlink(target);
-          if ((done[k]! & MOVED_ASIDE) !== 0) await this.fs.rename(aside, target);
+          // Only the very file this run linked there (same inode), never anyone else's.
+          if ((done[k]! & PUBLISHED) !== 0 && (await sameFile(this.fs, staged, target))) {
+            await this.fs.unlink(target);
+          }
+          // Back under its name only if the name is free: a rename would replace what is there.
+          if ((done[k]! & MOVED_ASIDE) !== 0 && this.fs.lstatSync(target) === undefined) {
+            await this.fs.rename(aside, target);
+          }
         } catch (e) {
           addSuppressed(error as Error, e);
         }
       });
+      await release().catch((e) => addSuppressed(error as Error, e));
       await removeDirs(this.fs, this.dir, created.slice(0, made)).catch((e) =>
         addSuppressed(error as Error, e),
       );
@@ -285,6 +302,7 @@ export class OutputDir {
     }
     // Past the commit point nothing fails the run: what cannot be removed now is the next
     // run's to complete (its journal says committed).
+    await release().catch(() => undefined);
     await syncDir(this.fs, this.stagingDir).catch(() => undefined);
     // The staged links (and replaced originals) go in turns too; whatever fails here is left
     // to the general delete below, which reports it.
@@ -322,6 +340,15 @@ export class OutputDir {
     for (const parent of this.parents) releaseAtExit(parent);
     if (this.createdDir) await removeCreated(this.fs, this.dir, this.parents);
   }
+}
+
+/** Whether two paths name the same file (dev and inode), neither followed if a link. */
+async function sameFile(fs: FileSystem, a: string, b: string): Promise<boolean> {
+  const [x, y] = await Promise.all([
+    fs.lstat(a).catch(() => undefined),
+    fs.lstat(b).catch(() => undefined),
+  ]);
+  return x !== undefined && y !== undefined && x.dev === y.dev && x.ino === y.ino;
 }
 
 function kindOf(st: Stats): string {
