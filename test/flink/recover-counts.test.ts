@@ -68,6 +68,8 @@ describe.skipIf(fixtures.length === 0)('recover counts on real Flink checkpoints
         // Every whole record of every old subtask is read; none of them is a watermark.
         expect(records.read, label).toBe(kg.keptRecords + kg.droppedRecords);
         expect(records.kept + records.dropped, label).toBe(records.read);
+        // Each assigned old subtask's channel that ends inside a record is said, not hidden.
+        expect(records.cut, label).toBe(mine.filter((c) => c.trailingBytes > 0).length);
       }
       // The fixture has watermarks, and some only in old subtasks a new one never reads.
       expect(seen).toBeGreaterThan(0);

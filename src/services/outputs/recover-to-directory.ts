@@ -401,7 +401,7 @@ function sumReports(reports: readonly (SideReport | undefined)[]): SideReport {
       into.read += r.records.read;
       into.kept += r.records.kept;
       into.dropped += r.records.dropped;
-      for (const k of ['watermarks', 'elementsDropped'] as const) {
+      for (const k of ['watermarks', 'elementsDropped', 'cut'] as const) {
         const n = r.records[k];
         if (n !== undefined) into[k] = (into[k] ?? 0) + n;
       }

@@ -25,6 +25,11 @@ import {
 export interface RecordReport extends RecordCounts {
   watermarks?: number;
   elementsDropped?: number;
+  /**
+   * Old subtasks' input channels that end inside a record whose rest is the upstream's output
+   * state: Flink's restore completes it from there; Spillway does not yet, and leaves it out.
+   */
+  cut?: number;
 }
 
 /**
@@ -59,6 +64,11 @@ function virtualChannelId(subtask: number, gate: number, channel: number): numbe
  */
 export class FilteringSpill {
   readonly counts: RecordCounts = { read: 0, kept: 0, dropped: 0 };
+  /**
+   * Virtual channels that ended inside a record (a Flink tail whose rest is upstream), of the
+   * old subtasks `finish` was told count.
+   */
+  cutTails = 0;
   /** Bytes of the kept records as spilled (length fields included): what the drain delivers. */
   keptBytes = 0;
   private readonly parsers = new Map<number, RecordParser>();
@@ -162,8 +172,11 @@ export class FilteringSpill {
    * recovery completes them from the network). Such a tail is not corrupt: it is dropped, as
    * Flink's own filtering of that state alone would leave it (never delivered, never kept).
    */
-  finish(dropPartialTails = false): void {
+  finish(dropPartialTails = false, counted: (subtask: number) => boolean = () => true): void {
     if (dropPartialTails) {
+      for (const parser of this.parsers.values()) {
+        if (parser.hasPartialData && counted(parser.from.subtask)) this.cutTails++;
+      }
       this.parsers.clear();
       return;
     }

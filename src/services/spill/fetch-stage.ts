@@ -164,7 +164,8 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
         : {}),
     });
-    filter?.finish(flink !== undefined);
+    // A cut tail of an old subtask Flink does not assign the new one is never missed.
+    filter?.finish(flink !== undefined, flinkRules?.assigned);
     const state = await writer.close();
     if (progress !== undefined) {
       progress.bytesSpilled = writer.spilledBytes;
@@ -183,7 +184,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         ? {
             records:
               flinkRules !== undefined
-                ? recordsOnly(filter.counts, flinkRules.elements)
+                ? { ...recordsOnly(filter.counts, flinkRules.elements), cut: filter.cutTails }
                 : { ...filter.counts },
           }
         : {}),

@@ -180,6 +180,7 @@ export function flinkRecordRules(
     maxRecordBytes,
     keyBytes: 0,
     elements,
+    assigned: (oldSubtask) => assigned?.has(oldSubtask) ?? true,
     keep: (element, from) => {
       // Checked whatever its old subtask: a malformed element is corrupt wherever it is.
       const keep = keepElement(element, k, keepKeyHash) && (assigned?.has(from.subtask) ?? true);
@@ -200,6 +201,8 @@ export function flinkRecordRules(
 export interface FlinkRecordRules extends RecordRules {
   /** Watermarks and watermark statuses kept; other elements (or an unassigned subtask's) dropped. */
   readonly elements: { kept: number; dropped: number };
+  /** Whether Flink's restore hands the new subtask this old subtask's input state. */
+  readonly assigned?: (oldSubtask: number) => boolean;
 }
 
 /**
