@@ -31,9 +31,11 @@ all (staged beside it, then renamed; a signal or an error leaves nothing).
 
   --out NEWDIR        the new checkpoint directory
   --drop SELECTOR     an element by position, as 'spillway flink records' prints it:
-                      OP/SUBTASK/input/GATE/CHANNEL/INDEX (OP: id, uid or name); a record is
-                      dropped as a whole frame, across entries; a partial record (the cut
-                      end of an input channel) is refused; repeatable
+                      OP/SUBTASK/input/GATE/CHANNEL/INDEX or
+                      OP/SUBTASK/output/PARTITION/SUBPARTITION/INDEX (OP: id, uid, name or
+                      id prefix); dropped as a whole frame, across entries; a partial record
+                      (an input channel's cut end, an output subpartition's cut head) is
+                      refused; repeatable
   --drop-key K        drop every record in input channel state whose key is K (with --key:
                       long and int are decimal, bytes:N is 2N hex digits); repeatable
   --key long|int|bytes:N  how a record's key is read: the first field of its value

@@ -143,6 +143,66 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
     expect(perChannel(await read(out, 0))).toEqual(perChannel(before.filter((e) => !gone.has(e))));
   });
 
+  it('output side: an element flink records reads in an output subpartition is dropped there; the partial head it may begin with is refused', async () => {
+    const f = byName('2.3.0-file');
+    const meta = await readFlinkMetadata(f.checkpoint);
+    const op = meta.operators.find((o) =>
+      o.subtasks.some((s) => s.outputSubpartitions.length > 0),
+    )!;
+    const read = async (chk: string): Promise<FlinkElement[]> => {
+      const out: FlinkElement[] = [];
+      for await (const e of readFlinkRecords({
+        checkpoint: chk,
+        operator: op.id,
+        subtask: 0,
+        outputState: true,
+      })) {
+        out.push(e);
+      }
+      return out;
+    };
+    const sig = (e: FlinkElement): string =>
+      e.side === 'output'
+        ? `${e.partition}/${e.subpartition}/${e.kind}/${String(e.value ?? '')}`
+        : 'input';
+    const before = await read(f.checkpoint);
+    const picked = before.filter((e, i) => e.kind === 'record' && i % 7 === 3);
+    expect(picked.length).toBeGreaterThan(2);
+    const parent = await tempRoot();
+    const result = await rewriteFlinkCheckpoint({
+      checkpoint: f.checkpoint,
+      out: join(parent, 'new'),
+      drop: picked,
+    });
+    expect(result.dropped.length).toBe(picked.length);
+    const gone = new Set(picked);
+    const perChannel = (es: FlinkElement[]): string[] =>
+      es
+        .map(sig)
+        .sort((a, b) =>
+          a.split('/').slice(0, 2).join('/').localeCompare(b.split('/').slice(0, 2).join('/')),
+        );
+    expect(perChannel(await read(join(parent, 'new')))).toEqual(
+      perChannel(before.filter((e) => !gone.has(e))),
+    );
+    const head = before.find((e) => e.kind === 'partial');
+    expect(head?.side).toBe('output');
+    if (head?.side === 'output') {
+      const selector = `${op.id}/0/output/${head.partition}/${head.subpartition}/${head.index}`;
+      const r = await runCli([
+        'flink',
+        'rewrite',
+        f.checkpoint,
+        '--out',
+        join(parent, 'other'),
+        '--drop',
+        selector,
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`${selector}: element ${head.index} is a partial record`);
+    }
+  });
+
   it('a record that spans entries is dropped whole; the entries around it keep the rest', async () => {
     const f = byName('1.20.5-file');
     const dir = await tempRoot();

@@ -148,7 +148,7 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
     expect(ok.dropped.map((d) => d.position)).toEqual([before]);
   });
 
-  it('malformed selectors, output-side positions, unknown operators and channels are exit 2', async () => {
+  it('malformed selectors, unknown operators, channels and subpartitions are exit 2', async () => {
     const parent = await tempRoot();
     const out = join(parent, 'new');
     const meta = await readFlinkMetadata(f.checkpoint);
@@ -159,7 +159,7 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
       ['x/0/input/0/0', 'too few fields'],
       ['op/0/sideways/0/0/0', 'neither input nor output'],
       ['op/-1/input/0/0/0', 'not a non-negative integer'],
-      [`${withOutput.id}/0/output/0/0/0`, 'dropping from an output subpartition is not supported'],
+      [`${withOutput.id}/0/output/7/7/0`, 'has no state for output partition 7 subpartition 7'],
       ['nosuchoperator/0/input/0/0/0', "unknown operator 'nosuchoperator'"],
       [`${meta.operators[0]!.id}/0/input/9/9/0`, 'has no state for input gate 9 channel 9'],
     ] as const) {

@@ -32,6 +32,7 @@ import { FlinkPaths, type FlinkPathOptions } from '../paths.ts';
 import { writeFlinkMetadata, type SubtaskChannelHandles } from './metadata-writer.ts';
 import { resolveDrops, positionText, type FlinkDropSelector } from './selectors.ts';
 import { checkOut, commit, discard, stage, type Staging } from './staging.ts';
+import { outputDropRanges } from './output-ranges.ts';
 import {
   rewriteSubtask,
   type FlinkDroppedElement,
@@ -179,9 +180,11 @@ async function build(
       }
     }
   }
+  const outputRanges = await outputDropRanges(metadata.location, drops, options);
   const ctx: RewriteContext = {
     drops,
     paths,
+    outputRanges,
     signal: options.signal,
     remote: options.remote,
     matchedPositions: new Set(),

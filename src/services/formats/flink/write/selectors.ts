@@ -115,9 +115,8 @@ export interface ResolvedDrops {
 }
 
 /**
- * Resolves every selector: operators by id/uid/name/prefix, subtask and channel checked to
- * have channel state in the checkpoint. Output-side positions are refused: finding frames in
- * an output subpartition needs the downstream's cut record (its head may be the rest of one).
+ * Resolves every selector: operators by id/uid/name/prefix, subtask and channel (input) or
+ * subpartition (output) checked to have channel state in the checkpoint.
  *
  * @throws RewriteRefusedError, UnknownOperatorError
  */
@@ -140,22 +139,17 @@ export function resolveDrops(
     const p = typeof selector === 'string' ? parseSelector(selector) : selector;
     const text = typeof selector === 'string' ? selector : positionText(selector);
     const operator = resolveOperator(metadata, p.operator);
-    if (p.side === 'output') {
-      throw new RewriteRefusedError(
-        'unsupported',
-        `${text}: dropping from an output subpartition is not supported (its first bytes may ` +
-          `be the rest of a record the downstream holds; drop the element where the ` +
-          `downstream's input channel state holds it)`,
-      );
-    }
     const { gate, channel } = channelOf(p);
     const subtask = operator.subtasks.find((s) => s.index === p.subtask);
-    const handle = subtask?.inputChannels.find((h) => h.gate === gate && h.channel === channel);
+    const handles = p.side === 'input' ? subtask?.inputChannels : subtask?.outputSubpartitions;
+    const handle = handles?.find((h) => h.gate === gate && h.channel === channel);
     if (handle === undefined) {
       throw new RewriteRefusedError(
         'no-match',
-        `${text}: operator ${operator.id} subtask ${p.subtask} has no state for input ` +
-          `gate ${gate} channel ${channel}`,
+        `${text}: operator ${operator.id} subtask ${p.subtask} has no state for ` +
+          (p.side === 'input'
+            ? `input gate ${gate} channel ${channel}`
+            : `output partition ${gate} subpartition ${channel}`),
       );
     }
     const id = channelId(operator.id, p.subtask, p.side, gate, channel);

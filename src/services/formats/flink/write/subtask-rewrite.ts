@@ -18,6 +18,7 @@ import type { DelegateLocation, FlinkPaths } from '../paths.ts';
 import type { ChannelHandleToWrite } from './channel-handles.ts';
 import { SubtaskChannelWriter, type ChannelOut } from './channel-state-writer.ts';
 import { FrameFilter, elementKind, type FlinkElementKind } from './frames.ts';
+import { RangeFilter, type OutputDrop } from './output-ranges.ts';
 import {
   channelId,
   recordHasKey,
@@ -46,6 +47,8 @@ export interface RewriteContext {
   readonly matchedKeys: Set<number>;
   readonly matchedPredicates: Set<number>;
   readonly dropped: FlinkDroppedElement[];
+  /** Output-side positions: the byte ranges to drop, per channel id. */
+  readonly outputRanges: ReadonlyMap<string, readonly OutputDrop[]>;
   /** Called after each entry with the payload bytes read. */
   readonly onEntry: (payloadBytes: number) => void;
 }
@@ -59,11 +62,18 @@ export interface SubtaskRewrite {
   readonly written: number;
 }
 
+/** What cuts a channel's bytes: frames (input) or known byte ranges (output). */
+interface ChannelFilter {
+  push(chunk: Buffer): void;
+  /** The channel ended: its partial element left, if any. */
+  end(): { index: number; bytes: number } | undefined;
+}
+
 /** A channel being rewritten. */
 interface ChannelState {
   readonly handle: FlinkChannelHandle;
   readonly out: ChannelOut;
-  readonly filter: FrameFilter | undefined;
+  readonly filter: ChannelFilter | undefined;
   /** Kept bytes of the current entry (owned). */
   pending: Buffer[];
   /**
@@ -121,7 +131,7 @@ async function rewriteSide(
   for (const handle of handles) {
     const out = writer.channel(handle);
     const state: ChannelState = { handle, out, filter: undefined, pending: [], held: undefined };
-    (state as { filter: FrameFilter | undefined }).filter = filterFor(
+    (state as { filter: ChannelFilter | undefined }).filter = filterFor(
       ctx,
       operator,
       subtask,
@@ -209,12 +219,23 @@ function filterFor(
   operator: FlinkOperatorState,
   subtask: FlinkSubtaskState,
   state: ChannelState,
-): FrameFilter | undefined {
+): ChannelFilter | undefined {
   const { handle } = state;
   const { drops } = ctx;
-  // Output state passes as it is: its head may continue a record the downstream holds.
-  if (handle.side !== 'input') return undefined;
   const id = channelId(operator.id, subtask.index, handle.side, handle.gate, handle.channel);
+  if (handle.side === 'output') {
+    // Only positions: an output subpartition's frames are where flink records found them.
+    const ranges = ctx.outputRanges.get(id);
+    if (ranges === undefined) return undefined;
+    return new RangeFilter(
+      ranges,
+      (bytes) => state.pending.push(Buffer.from(bytes)),
+      (d) => {
+        ctx.matchedPositions.add(d.selector);
+        ctx.dropped.push({ position: `${id}/${d.index}`, kind: d.kind, bytes: d.end - d.start });
+      },
+    );
+  }
   const positions = drops.positions.get(id);
   if (positions === undefined && drops.keys.length === 0 && drops.predicates.length === 0) {
     return undefined;
