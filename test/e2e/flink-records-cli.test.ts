@@ -185,6 +185,19 @@ describe('spillway flink records (CLI)', () => {
     }
   });
 
+  it('a length no element can have is exit 2 naming the channel and element, never an allocation of it', async () => {
+    const tmp = await makeTempRoot();
+    const good = record(Buffer.concat([be64(1n), str('a')]));
+    for (const [length, reason] of [
+      [0x7fffffff, /element 1: element length 2147483647 is larger than the 16777216-byte limit/],
+      [-5, /element 1: element length -5/],
+      [0, /element 1: element length 0/],
+    ] as const) {
+      const chk = await checkpointWith(tmp, Buffer.concat([good, be32(length), Buffer.alloc(8)]));
+      await expectBadInput(tmp, await runCli(args(chk)), /input gate 0 channel 0/, reason);
+    }
+  });
+
   it('a --type syntax error points at the character; a spec nested 10,000 deep is the same one line', async () => {
     const tmp = await makeTempRoot();
     const chk = await checkpointWith(tmp, record(be64(1n)));
