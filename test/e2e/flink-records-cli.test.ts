@@ -225,6 +225,24 @@ describe('spillway flink records (CLI)', () => {
     );
   });
 
+  it('--json: a failure is also one JSON object on stdout, with the code', async () => {
+    const tmp = await makeTempRoot();
+    const chk = await checkpointWith(tmp, record(be64(1n)));
+    const run = await runCli(args(chk, '--type', 'Tuple<Long,', '--json'));
+    expect(run.code).toBe(2);
+    const out = lines(run.stdout);
+    expect(out).toHaveLength(1);
+    expect(JSON.parse(out[0]!)).toMatchObject({ error: { code: 'ERR_SPILLWAY_TYPE_SPEC' } });
+    const corrupt = await runCli(args(chk, '--type', 'Tuple<Long,Long>', '--json'));
+    expect(corrupt.code).toBe(2);
+    expect(JSON.parse(lines(corrupt.stdout)[0]!)).toMatchObject({
+      error: {
+        code: 'ERR_SPILLWAY_CORRUPT_CHECKPOINT',
+        file: expect.stringContaining('_metadata'),
+      },
+    });
+  });
+
   it('--help lists every flag', async () => {
     const run = await runCli(['flink', 'records', '--help']);
     expect(run.code).toBe(0);
