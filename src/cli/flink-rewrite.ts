@@ -157,7 +157,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       remote: remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint')),
       signal: signals.signal,
     });
-    if (json) printJson(io, { ...result, dropped: result.dropped });
+    if (json) printJson(io, result);
     else io.out.write(describe(result));
     return 0;
   } catch (error) {
@@ -165,8 +165,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       io.err.write('spillway: flink rewrite cancelled; nothing was written at NEWDIR\n');
       return signals.exitCode;
     }
-    if (json) printJson(io, { error: { code: (error as { code?: string }).code } });
-    return reportError(io, error, 'flink rewrite');
+    return reportError(io, error, 'flink rewrite', json);
   } finally {
     signals.dispose();
   }

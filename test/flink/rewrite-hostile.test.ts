@@ -87,6 +87,20 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain(`${selector}: the channel has no element 100000`);
     await expectNothingAt(parent);
+    const json = await runCli([
+      'flink',
+      'rewrite',
+      f.checkpoint,
+      '--out',
+      out,
+      '--drop',
+      selector,
+      '--json',
+    ]);
+    expect(json.code).toBe(2);
+    const answer = JSON.parse(json.stdout) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe('ERR_SPILLWAY_REWRITE_REFUSED');
+    expect(answer.error.message).toContain('has no element 100000');
     const ok = await runCli([
       'flink',
       'rewrite',
