@@ -79,7 +79,7 @@ export type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts
 export type { RescaleOption, RecordPredicate } from './services/rescale/rescale-options.ts';
 export type { RescaleTarget } from './services/rescale/key-groups.ts';
 export type { VirtualChannel } from './services/rescale/record-parser.ts';
-export type { RecordReport } from './services/rescale/filtering-spill.ts';
+export type { RecordReport } from './services/spill/filtering-spill.ts';
 export { sweepSpillRoot, type SweepReport } from './services/spill-root/sweep.ts';
 export {
   listSpillRoot,

@@ -33,7 +33,7 @@ import {
 import { validateCheckpointOptions, validateRecoverOptions } from './recovery-options.ts';
 import { handled } from './services/handled.ts';
 import { fsSeam } from './services/fs.ts';
-import { rescaleLimits } from './services/rescale/rescale-options.ts';
+import { rescaleLimits } from './services/spill/limits.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
 // Convenience for the modules inside the package that start recoveries (the CLI, the pool,

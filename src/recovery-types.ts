@@ -12,7 +12,7 @@ import type { RecoveryProgress } from './services/progress.ts';
 import type { StageTag, TaskStateValue } from './services/stage.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
-import type { RecordReport } from './services/rescale/filtering-spill.ts';
+import type { RecordReport } from './services/spill/filtering-spill.ts';
 import type { RemoteOptions } from './services/locations/remote-options.ts';
 import type { FlinkSelection } from './services/formats/flink/entry-source.ts';
 

@@ -8,7 +8,7 @@ import {
   CHECKPOINT_MAGIC,
   CHECKPOINT_VERSION,
 } from '../services/formats/spwc/format.ts';
-import type { RecordReport } from '../services/rescale/filtering-spill.ts';
+import type { RecordReport } from '../services/spill/filtering-spill.ts';
 import type { RescaleTarget } from '../services/rescale/key-groups.ts';
 import type { RescaleAll } from '../recover-to-directory.ts';
 import { resolveRescaleTarget } from '../services/rescale/rescale-options.ts';

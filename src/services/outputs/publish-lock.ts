@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
 import { AbortedError, errnoOf } from '../errors.ts';
 import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
-import { fsSeam } from '../fs.ts';
+import { fsSeam, type FileSystem } from '../fs.ts';
 import { judge } from '../spill-root/liveness.ts';
 import { readMarker } from '../spill-root/sweep.ts';
 
@@ -39,20 +39,21 @@ export async function acquirePublishLock(
   dir: string,
   stagingDir: string,
   signal?: AbortSignal,
+  fs: FileSystem = fsSeam,
 ): Promise<() => Promise<void>> {
   const lock = join(dir, PUBLISH_LOCK);
   const mine = basename(stagingDir);
   const draft = join(stagingDir, `lock-${randomBytes(4).toString('hex')}`);
-  await fsSeam.writeFile(draft, `${mine}\n`);
+  await fs.writeFile(draft, `${mine}\n`);
   try {
     for (;;) {
       try {
-        fsSeam.linkSync(draft, lock);
+        fs.linkSync(draft, lock);
         break;
       } catch (error) {
         if (errnoOf(error) !== 'EEXIST') throw error;
       }
-      await removeIfStale(dir, lock);
+      await removeIfStale(fs, dir, lock);
       if (signal?.aborted === true) {
         throw new AbortedError(`waiting to publish into ${dir} cancelled`, {
           cause: signal.reason,
@@ -61,12 +62,12 @@ export async function acquirePublishLock(
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
   } finally {
-    await fsSeam.unlink(draft).catch(() => undefined);
+    await fs.unlink(draft).catch(() => undefined);
   }
   removeAtExit(lock);
   return async () => {
     releaseAtExit(lock);
-    if ((await holderOf(lock)) === mine) await fsSeam.unlink(lock).catch(() => undefined);
+    if ((await holderOf(fs, lock)) === mine) await fs.unlink(lock).catch(() => undefined);
   };
 }
 
@@ -79,35 +80,35 @@ export async function acquirePublishLock(
  * await settlePublishLock(dir); // at open, after dead runs' staging dirs are settled
  * ```
  */
-export async function settlePublishLock(dir: string): Promise<void> {
-  await removeIfStale(dir, join(dir, PUBLISH_LOCK));
+export async function settlePublishLock(dir: string, fs: FileSystem = fsSeam): Promise<void> {
+  await removeIfStale(fs, dir, join(dir, PUBLISH_LOCK));
 }
 
 /** The staging dir name a lock names, or undefined when it cannot be read. */
-async function holderOf(lock: string): Promise<string | undefined> {
+async function holderOf(fs: FileSystem, lock: string): Promise<string | undefined> {
   try {
-    return (await fsSeam.readFile(lock)).toString('utf8').trim();
+    return (await fs.readFile(lock)).toString('utf8').trim();
   } catch {
     return undefined;
   }
 }
 
 /** Removes the lock when its holder is provably gone: its staging dir missing or its owner dead. */
-async function removeIfStale(dir: string, lock: string): Promise<void> {
-  const holder = await holderOf(lock);
+async function removeIfStale(fs: FileSystem, dir: string, lock: string): Promise<void> {
+  const holder = await holderOf(fs, lock);
   // A name with a separator or a dot segment is not a staging dir of this dir: never followed.
   if (holder === undefined || holder === '' || /[/\\]|^\.\.?$/.test(holder)) return;
   const staging = join(dir, holder);
-  const exists = await fsSeam.lstat(staging).then(
+  const exists = await fs.lstat(staging).then(
     () => true,
     () => false,
   );
   let stale = !exists;
   if (exists) {
-    const marker = await readMarker(staging);
+    const marker = await readMarker(staging, fs);
     stale = typeof marker !== 'string' && !judge(marker, false).alive;
   }
   if (!stale) return;
   // Only the lock that named that holder: another run may have taken it over meanwhile.
-  if ((await holderOf(lock)) === holder) await fsSeam.unlink(lock).catch(() => undefined);
+  if ((await holderOf(fs, lock)) === holder) await fs.unlink(lock).catch(() => undefined);
 }

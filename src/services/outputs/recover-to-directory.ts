@@ -27,7 +27,7 @@ import {
   type PlannedFlinkSelection,
 } from '../formats/flink/entry-source.ts';
 import type { FlinkCheckpointMetadata } from '../formats/flink/metadata-types.ts';
-import type { RecordReport } from '../rescale/filtering-spill.ts';
+import type { RecordReport } from '../spill/filtering-spill.ts';
 import { ChannelFileSink } from './channel-files.ts';
 import {
   CHANNEL_FILE_RE,

@@ -15,7 +15,7 @@ import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
 import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
-import { FilteringSpill, type RecordReport } from '../rescale/filtering-spill.ts';
+import { FilteringSpill, type RecordReport } from './filtering-spill.ts';
 import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
 import type { RemoteOptions } from '../locations/remote-options.ts';
 

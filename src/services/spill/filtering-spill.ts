@@ -7,14 +7,14 @@
 import { CHECKPOINT_VERSION, entryHeaderBytes } from '../formats/spwc/format.ts';
 import type { EntryVisitor } from '../formats/entries.ts';
 import type { ChannelInfo } from '../channel.ts';
-import type { SpillWriter } from '../spill/spill-writer.ts';
-import { SEGMENT_HEADER_BYTES } from '../spill/segment-format.ts';
+import type { SpillWriter } from './spill-writer.ts';
+import { SEGMENT_HEADER_BYTES } from './segment-format.ts';
 import {
   RECORD_LENGTH_BYTES,
   RecordParser,
   type RecordCounts,
   type RecordRules,
-} from './record-parser.ts';
+} from '../rescale/record-parser.ts';
 
 /**
  * Number of records read, kept and dropped by a filtering recovery. A Flink recovery counts
