@@ -1,18 +1,16 @@
 /**
- * `recoverToDirectory(options)`: the CLI's `recover --out DIR` for apps — the recoveries wired
- * to the task machine (src/recover.ts), the directory's preflight, sinks, naming and one-step
- * publish (services/outputs/recover-to-directory.ts).
+ * `recoverToDirectory(options)`: the CLI's `recover --out DIR` for apps — its options checked
+ * here, then the recoveries wired to the task machine (recover-to-directory-run.ts), the
+ * directory's preflight, sinks, naming and one-step publish (services/outputs/).
  */
-import { startRecovery, type StartOptions, type StartedRecovery } from './recover.ts';
 import type { RecoverOptions } from './recovery-types.ts';
 import { validateRecoverOptions } from './recovery-options.ts';
 import { invalidOption } from './services/option-error.ts';
-import {
-  recoverIntoDirectory,
-  type DirectoryResult,
-  type SideRequest,
-} from './services/outputs/recover-to-directory.ts';
+import type { DirectoryResult } from './services/outputs/recover-to-directory.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
+// A value import only: the runner's types (the task machine's, XState's) stay out of this
+// module's declarations, so the package entry's types never reach XState's (docs/package.md).
+import { runRecoveryToDirectory } from './recover-to-directory-run.ts';
 import type { RescaleTarget } from './services/rescale/key-groups.ts';
 
 /**
@@ -55,15 +53,6 @@ export interface RecoverToDirectoryOptions extends Omit<
 
 /** What {@link recoverToDirectory} did: the counts per subtask and side, and added up. */
 export type DirectoryReport = DirectoryResult;
-
-/** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
-export interface DirectoryHooks {
-  startOptions?: Partial<StartOptions>;
-  /** Wraps each started recovery (`recover --inspect` watches it), told what it recovers. */
-  watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
-  onStart?: (request: SideRequest) => void;
-  onOnlyOutputState?: (subpartitions: number) => void;
-}
 
 /**
  * Recovers `options.checkpoint` into the directory `options.out`: one file per input channel
@@ -114,71 +103,4 @@ export function recoverToDirectory(options: RecoverToDirectoryOptions): Promise<
     ...(rescale !== undefined ? { rescale: { subtask: 0, ...rescale } } : {}),
   });
   return runRecoveryToDirectory(options);
-}
-
-/**
- * {@link recoverToDirectory} without the option checks, with the CLI's hooks.
- *
- * @example
- * ```ts
- * await runRecoveryToDirectory(options, { onStart: () => bar.next('output') });
- * ```
- */
-export async function runRecoveryToDirectory(
-  options: RecoverToDirectoryOptions,
-  hooks: DirectoryHooks = {},
-): Promise<DirectoryReport> {
-  const { out, overwrite, all, log, notice, rescale, ...recovery } = options;
-  const rescaleAll =
-    rescale !== undefined &&
-    !('keep' in rescale) &&
-    (rescale as { subtask?: number }).subtask === undefined
-      ? rescale.parallelism
-      : undefined;
-  const watch = hooks.watch ?? ((r: StartedRecovery) => r);
-  return recoverIntoDirectory(
-    {
-      checkpoint: recovery.checkpoint,
-      out,
-      overwrite,
-      signal: recovery.signal,
-      remote: recovery.remote,
-      flink: all === true ? { operator: '', subtask: 0, ...recovery.flink } : recovery.flink,
-      all,
-      rescale: rescale !== undefined,
-      rescaleAll,
-      rescaleSubtask:
-        rescale !== undefined && !('keep' in rescale)
-          ? (rescale as { subtask?: number }).subtask
-          : undefined,
-      log,
-      notice,
-      onStart: hooks.onStart,
-      onOnlyOutputState: hooks.onOnlyOutputState,
-    },
-    (request) =>
-      watch(
-        startRecovery({
-          ...hooks.startOptions,
-          ...recovery,
-          channels: request.channels,
-          ...flinkOf(request),
-          ...(rescale !== undefined
-            ? {
-                rescale: (request.rescaleSubtask !== undefined
-                  ? { ...rescale, subtask: request.rescaleSubtask }
-                  : rescale) as RescaleOption,
-              }
-            : {}),
-        }),
-        request,
-      ),
-  );
-}
-
-/** A request's Flink selection, and its plan apart (an internal option, not the selection's). */
-function flinkOf({ flink }: SideRequest): Pick<StartOptions, 'flink' | 'flinkPlan'> {
-  if (flink === undefined) return {};
-  const { plan, ...selection } = flink;
-  return { flink: selection, ...(plan !== undefined ? { flinkPlan: plan } : {}) };
 }

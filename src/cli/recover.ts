@@ -3,11 +3,8 @@
  * and for a Flink checkpoint `--operator OP --subtask N [--output-state] [--key …] [--allow-path DIR]… [--relocate FROM=TO]…`.
  */
 import { OPTION_RANGES } from '../services/option-ranges.ts';
-import {
-  runRecoveryToDirectory,
-  type DirectoryReport,
-  type RecoverToDirectoryOptions,
-} from '../recover-to-directory.ts';
+import type { DirectoryReport, RecoverToDirectoryOptions } from '../recover-to-directory.ts';
+import { runRecoveryToDirectory } from '../recover-to-directory-run.ts';
 import { join } from 'node:path';
 import type { SideRequest } from '../services/outputs/recover-to-directory.ts';
 import { redactLocation } from '../services/locations/redact.ts';

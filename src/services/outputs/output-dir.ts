@@ -197,15 +197,6 @@ export class OutputDir {
       const c = channels[k]!;
       return typeof c === 'string' ? c : channelFileName('input', c);
     };
-    const names = (k: number) => {
-      const name = nameOf(k);
-      return {
-        name,
-        staged: inStaging + name,
-        target: inDir + name,
-        aside: inStaging + REPLACED + name,
-      };
-    };
     const checkpoint = () => {
       if (signal?.aborted === true) {
         throw new AbortedError(`publishing into ${this.dir} cancelled`, { cause: signal.reason });
@@ -277,22 +268,7 @@ export class OutputDir {
       await this.fs.rename(join(this.stagingDir, PUBLISHING), join(this.stagingDir, COMMITTED));
       this.committed = true;
     } catch (error) {
-      await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, async (k) => {
-        if (done[k] === 0) return;
-        const { target, staged, aside } = names(k);
-        try {
-          // Only the very file this run linked there (same inode), never anyone else's.
-          if ((done[k]! & PUBLISHED) !== 0 && (await sameFile(this.fs, staged, target))) {
-            await this.fs.unlink(target);
-          }
-          // Back under its name only if the name is free: a rename would replace what is there.
-          if ((done[k]! & MOVED_ASIDE) !== 0 && this.fs.lstatSync(target) === undefined) {
-            await this.fs.rename(aside, target);
-          }
-        } catch (e) {
-          addSuppressed(error as Error, e);
-        }
-      });
+      await this.undoMoves(done, nameOf, error as Error);
       await release().catch((e) => addSuppressed(error as Error, e));
       await removeDirs(this.fs, this.dir, created.slice(0, made)).catch((e) =>
         addSuppressed(error as Error, e),
@@ -316,6 +292,37 @@ export class OutputDir {
         `spillway recover: could not remove ${this.stagingDir} (${String(errnoOf(e) ?? e)}); the next run into ${this.dir} completes it`,
       ),
     );
+  }
+
+  /**
+   * Takes back every move `done` records (an ending before the commit point): a link this run
+   * made is unlinked, an original moved aside goes back under its name. What fails is added to
+   * `error`'s `.suppressed`.
+   */
+  private async undoMoves(
+    done: Uint8Array,
+    nameOf: (k: number) => string,
+    error: Error,
+  ): Promise<void> {
+    const inStaging = dirPrefix(this.stagingDir);
+    const inDir = dirPrefix(this.dir);
+    await forEachLimited(done.length, PUBLISH_IN_FLIGHT, async (k) => {
+      if (done[k] === 0) return;
+      const name = nameOf(k);
+      const target = inDir + name;
+      try {
+        // Only the very file this run linked there (same inode), never anyone else's.
+        if ((done[k]! & PUBLISHED) !== 0 && (await sameFile(this.fs, inStaging + name, target))) {
+          await this.fs.unlink(target);
+        }
+        // Back under its name only if the name is free: a rename would replace what is there.
+        if ((done[k]! & MOVED_ASIDE) !== 0 && this.fs.lstatSync(target) === undefined) {
+          await this.fs.rename(inStaging + REPLACED + name, target);
+        }
+      } catch (e) {
+        addSuppressed(error, e);
+      }
+    });
   }
 
   /**
