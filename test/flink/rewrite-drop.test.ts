@@ -203,6 +203,90 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
     }
   });
 
+  it('a record cut between an input channel and its upstream is dropped on both sides when the upstream is named', async () => {
+    const f = byName('2.3.0-file');
+    const upstream = { 0: 'to-record-a', 1: 'to-record-b' };
+    let cut: FlinkElement | undefined;
+    for (const subtask of [0, 1, 2]) {
+      for await (const e of readFlinkRecords({
+        checkpoint: f.checkpoint,
+        operator: f.keyedOperator,
+        subtask,
+        upstream,
+      })) {
+        if (e.stitched !== undefined && cut === undefined) cut = e;
+      }
+    }
+    expect(cut?.side).toBe('input');
+    if (cut?.side !== 'input') return;
+    const s = cut.stitched!;
+    const selector = `${cut.operator}/${cut.subtask}/input/${cut.gate}/${cut.channel}/${cut.index}`;
+    const parent = await tempRoot();
+    const refused = await runCli([
+      'flink',
+      'rewrite',
+      f.checkpoint,
+      '--out',
+      join(parent, 'a'),
+      '--drop',
+      selector,
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--upstream GATE=OP');
+    const ok = await runCli([
+      'flink',
+      'rewrite',
+      f.checkpoint,
+      '--out',
+      join(parent, 'b'),
+      '--drop',
+      selector,
+      '--upstream',
+      '0=to-record-a',
+      '--upstream',
+      '1=to-record-b',
+    ]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`dropped ${selector}  record  ${4 + cut.bytes} bytes`);
+    const out = join(parent, 'b');
+    const tailBefore = await readChannel(
+      f.checkpoint,
+      cut.operator,
+      cut.subtask,
+      'input',
+      cut.gate,
+      cut.channel,
+    );
+    const tailAfter = await readChannel(
+      out,
+      cut.operator,
+      cut.subtask,
+      'input',
+      cut.gate,
+      cut.channel,
+    );
+    const whole = cutFrames(tailBefore);
+    expect(whole.partial?.length).toBe(4 + cut.bytes - s.bytes);
+    expect(tailAfter.equals(Buffer.concat(whole.frames))).toBe(true);
+    const headBefore = await readChannel(
+      f.checkpoint,
+      s.operator,
+      s.subtask,
+      'output',
+      s.partition,
+      s.subpartition,
+    );
+    const headAfter = await readChannel(
+      out,
+      s.operator,
+      s.subtask,
+      'output',
+      s.partition,
+      s.subpartition,
+    );
+    expect(headAfter.equals(headBefore.subarray(s.bytes))).toBe(true);
+  });
+
   it('a record that spans entries is dropped whole; the entries around it keep the rest', async () => {
     const f = byName('1.20.5-file');
     const dir = await tempRoot();

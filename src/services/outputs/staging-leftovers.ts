@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { FileSystem } from '../fs.ts';
 import { judge, type Verdict } from '../spill-root/liveness.ts';
 import { readMarker } from '../spill-root/sweep.ts';
+import { CHANNEL_FILE_RE } from './file-names.ts';
 import { removeDirs, stagedFiles } from './publish-tree.ts';
 import {
   COMMITTED,
@@ -95,12 +96,26 @@ async function rollBack(
       fs.lstat(join(staging, name)),
       fs.lstat(join(dir, name)).catch(() => undefined),
     ]);
-    // Only the very file this run linked there (same inode), never anyone else's.
-    if (there !== undefined && there.ino === ours.ino && there.dev === ours.dev) {
+    // Only the very file this run linked there (same inode), never anyone else's; a staged
+    // entry that is not a regular file is not one this run made.
+    if (
+      ours.isFile() &&
+      there?.isFile() === true &&
+      there.ino === ours.ino &&
+      there.dev === ours.dev
+    ) {
       await fs.unlink(join(dir, name));
     }
   });
-  const asides = entries.filter((n) => n.startsWith(REPLACED));
+  // Only a channel file's name goes back, and only a regular file: a forged `.replaced-.bashrc`
+  // or a symlink planted in a staging dir is never restored into DIR (it stays there).
+  const asides: string[] = [];
+  for (const entry of entries) {
+    if (!entry.startsWith(REPLACED) || !CHANNEL_FILE_RE.test(entry.slice(REPLACED.length)))
+      continue;
+    const st = await fs.lstat(join(staging, entry)).catch(() => undefined);
+    if (st?.isFile() === true) asides.push(entry);
+  }
   let kept = 0;
   await forEachLimited(asides.length, PUBLISH_IN_FLIGHT, async (k) => {
     const name = asides[k]!.slice(REPLACED.length);

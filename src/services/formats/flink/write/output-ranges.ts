@@ -14,6 +14,14 @@ import { readFlinkRecords } from '../records/read-records.ts';
 import type { FlinkElementKind } from './frames.ts';
 import { channelId, type ResolvedDrops } from './selectors.ts';
 
+/** What the element reads need. */
+export type ReadOptions = FlinkPathOptions & {
+  signal?: AbortSignal | undefined;
+  remote?: SourceOptions | undefined;
+  /** Per gate, the upstream operator (`flink records --upstream`); else the only one. */
+  upstream?: Readonly<Record<number, string>> | undefined;
+};
+
 /** One output element to drop: bytes `[start, end)` of its subpartition's payload stream. */
 export interface OutputDrop {
   readonly start: number;
@@ -21,6 +29,15 @@ export interface OutputDrop {
   readonly index: number;
   readonly selector: string;
   readonly kind: Exclude<FlinkElementKind, 'partial'>;
+  /** The head half of a record dropped at its input tail (reported there, not here). */
+  readonly silent?: boolean;
+}
+
+/** A record cut between an input channel's end and its upstream's output head, to drop whole. */
+export interface StitchedTail {
+  readonly selector: string;
+  /** Bytes of the record (both halves, length field included). */
+  readonly bytes: number;
 }
 
 /**
@@ -81,6 +98,64 @@ export async function outputDropRanges(
     }
   }
   return ranges;
+}
+
+/**
+ * Input positions that name a record cut at the end of an input channel and completed from the
+ * upstream's output state (as `flink records` stitches it, with the same upstream): such a
+ * record is dropped on both sides — its tail here (`tails`, by `channel id/index`) and its head
+ * there (`heads`, a range of the upstream subpartition from byte 0, merged into the output
+ * ranges). A cut record without a known upstream stays refused.
+ *
+ * @example
+ * ```ts
+ * const { tails, heads } = await stitchedTails('chk-7/_metadata', drops, { upstream: { 0: 'map' } });
+ * ```
+ */
+export async function stitchedTails(
+  metadataLocation: string,
+  drops: ResolvedDrops,
+  options: ReadOptions,
+): Promise<{ tails: Map<string, StitchedTail>; heads: Map<string, OutputDrop[]> }> {
+  const wanted = new Map<string, { operator: string; subtask: number }>();
+  for (const id of drops.positions.keys()) {
+    const [operator, subtask, side] = id.split('/');
+    if (side === 'input')
+      wanted.set(`${operator}/${subtask}`, { operator: operator!, subtask: Number(subtask) });
+  }
+  const tails = new Map<string, StitchedTail>();
+  const heads = new Map<string, OutputDrop[]>();
+  for (const { operator, subtask } of wanted.values()) {
+    const elements = readFlinkRecords({
+      checkpoint: metadataLocation,
+      operator,
+      subtask,
+      allowPaths: options.allowPaths,
+      relocate: options.relocate,
+      signal: options.signal,
+      remote: options.remote,
+      upstream: options.upstream,
+    });
+    try {
+      for await (const e of elements) {
+        if (e.side !== 'input' || e.stitched === undefined) continue;
+        const id = channelId(operator, subtask, 'input', e.gate, e.channel);
+        const selector = drops.positions.get(id)?.get(e.index);
+        if (selector === undefined) continue;
+        const s = e.stitched;
+        tails.set(`${id}/${e.index}`, { selector, bytes: 4 + e.bytes });
+        const head = channelId(s.operator, s.subtask, 'output', s.partition, s.subpartition);
+        heads.set(head, [
+          { start: 0, end: s.bytes, index: 0, selector, kind: 'record', silent: true },
+        ]);
+      }
+    } catch (error) {
+      // Only an opportunity: what records cannot read stitches nothing, and a cut record
+      // named there is refused as before. An abort is not swallowed.
+      if (options.signal?.aborted === true) throw error;
+    }
+  }
+  return { tails, heads };
 }
 
 /**

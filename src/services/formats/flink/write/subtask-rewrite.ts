@@ -18,7 +18,7 @@ import type { DelegateLocation, FlinkPaths } from '../paths.ts';
 import type { ChannelHandleToWrite } from './channel-handles.ts';
 import { SubtaskChannelWriter, type ChannelOut } from './channel-state-writer.ts';
 import { FrameFilter, elementKind, type FlinkElementKind } from './frames.ts';
-import { RangeFilter, type OutputDrop } from './output-ranges.ts';
+import { RangeFilter, type OutputDrop, type StitchedTail } from './output-ranges.ts';
 import {
   channelId,
   recordHasKey,
@@ -49,6 +49,8 @@ export interface RewriteContext {
   readonly dropped: FlinkDroppedElement[];
   /** Output-side positions: the byte ranges to drop, per channel id. */
   readonly outputRanges: ReadonlyMap<string, readonly OutputDrop[]>;
+  /** Input tails named by a selector whose record the upstream's head completes, by `id/index`. */
+  readonly stitchedTails: ReadonlyMap<string, StitchedTail>;
   /** Called after each entry with the payload bytes read. */
   readonly onEntry: (payloadBytes: number) => void;
 }
@@ -66,7 +68,7 @@ export interface SubtaskRewrite {
 interface ChannelFilter {
   push(chunk: Buffer): void;
   /** The channel ended: its partial element left, if any. */
-  end(): { index: number; bytes: number } | undefined;
+  end(drop?: (index: number) => boolean): { index: number; bytes: number } | undefined;
 }
 
 /** A channel being rewritten. */
@@ -187,22 +189,27 @@ async function rewriteSide(
   }
   // What is left of a filtered channel: its partial element, as its last entry.
   for (const state of states.values()) {
-    const tail = state.filter?.end();
+    const { side, gate, channel } = state.handle;
+    const id = channelId(operator.id, subtask.index, side, gate, channel);
+    const tail = state.filter?.end((index) => ctx.stitchedTails.has(`${id}/${index}`));
     if (tail !== undefined) {
-      const id = channelId(
-        operator.id,
-        subtask.index,
-        state.handle.side,
-        state.handle.gate,
-        state.handle.channel,
-      );
+      const stitched = ctx.stitchedTails.get(`${id}/${tail.index}`);
       const selector = ctx.drops.positions.get(id)?.get(tail.index);
-      if (selector !== undefined) {
+      if (stitched !== undefined) {
+        // Both halves go: this tail, and the upstream's head (an output range).
+        ctx.matchedPositions.add(stitched.selector);
+        ctx.dropped.push({
+          position: `${id}/${tail.index}`,
+          kind: 'record',
+          bytes: stitched.bytes,
+        });
+      } else if (selector !== undefined) {
         throw new RewriteRefusedError(
           'partial',
           `${selector}: element ${tail.index} is a partial record (${tail.bytes} byte(s) here; ` +
-            `its rest is the head of the upstream subtask's output subpartition state): ` +
-            `dropping one half would corrupt the other, refused`,
+            `its rest is the head of the upstream subtask's output subpartition state, which ` +
+            `was not found): dropping one half would corrupt the other, refused (name the ` +
+            `gate's upstream with --upstream GATE=OP to drop both halves)`,
         );
       }
     }
@@ -232,7 +239,10 @@ function filterFor(
       (bytes) => state.pending.push(Buffer.from(bytes)),
       (d) => {
         ctx.matchedPositions.add(d.selector);
-        ctx.dropped.push({ position: `${id}/${d.index}`, kind: d.kind, bytes: d.end - d.start });
+        // A record's head half is reported with its tail, at the input position.
+        if (d.silent !== true) {
+          ctx.dropped.push({ position: `${id}/${d.index}`, kind: d.kind, bytes: d.end - d.start });
+        }
       },
     );
   }
