@@ -5,7 +5,7 @@
  * module's options, do not reach the task machine's XState types.
  */
 import { startRecovery, type StartOptions, type StartedRecovery } from './recover.ts';
-import type { DirectoryReport, RecoverToDirectoryOptions } from './recover-to-directory.ts';
+import type { DirectoryReport, RecoverToDirectoryOptions } from './recover-to-directory-types.ts';
 import { recoverIntoDirectory, type SideRequest } from './services/outputs/recover-to-directory.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
 
