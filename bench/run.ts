@@ -10,6 +10,7 @@
  * - peakRssMiBAt2GiB: peak RSS of a child process recovering a 2 GiB checkpoint
  * - filteringVsSpilling: fetch stage spilling without filtering ÷ with the filtering handler
  * - flinkVsSpwc: fetch stage reading an SPWC file ÷ reading a Flink checkpoint of the same bytes
+ * - tuple3DecodeMPerSec, flinkRecordsVsRecover: Flink records decoded, `flink records` vs `recover`
  *
  * Each ratio is the median of `runs` runs whose two sides alternate in order (A B, B A, …), so
  * neither side always gets the warmer cache or the quieter disk, and each is measured twice:
@@ -37,6 +38,7 @@ import { rawCopy, rawRead } from './raw-io.ts';
 import { measureRemote, type RemoteFigures } from './remote.ts';
 import { measureFiltering, type FilteringFigures } from './rescale.ts';
 import { measureFlinkVsSpwc, type FlinkFigures } from './flink.ts';
+import { measureRecords, type RecordsFigures } from './records.ts';
 import { measurePeakRss, type RssFigures } from './rss.ts';
 import { fullRecover, plainRecover, timeDrain, timeFetch } from './stages.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
@@ -147,6 +149,10 @@ export interface BenchResult {
    */
   channelsVsFloorTmpfs: Spread | null;
   channelsPeakRssMiB: number | null;
+  /** Million `Tuple3<Long, Integer, String>` records decoded per second, one core (bench/records.ts). */
+  tuple3DecodeMPerSec: Spread;
+  /** `flink records` (no --type, to /dev/null) ÷ `recover --out` of the same Flink checkpoint. */
+  flinkRecordsVsRecover: Spread;
 }
 
 /** Everything behind the figures, for the human report. */
@@ -164,6 +170,8 @@ export interface BenchDetails {
   filtering: FilteringFigures;
   /** Reading a Flink checkpoint vs the same bytes as SPWC (bench/flink.ts). */
   flink: FlinkFigures;
+  /** Flink records: decoding and `flink records` vs `recover` (bench/records.ts). */
+  records: RecordsFigures;
   /** s3:// read vs a plain ranged GET through the same local S3 server (bench/remote.ts). */
   remote: RemoteFigures;
   growth?: GrowthFigures;
@@ -192,6 +200,8 @@ export const TARGETS: Record<keyof BenchResult, Goal> = {
   importVsNode: { op: '≤', value: 1.3 },
   channelsVsFloorTmpfs: { op: '≤', value: 3 },
   channelsPeakRssMiB: { op: '≤', value: 160 },
+  tuple3DecodeMPerSec: { op: '≥', value: 1 },
+  flinkRecordsVsRecover: { op: '≤', value: 1.5 },
 };
 
 /** Free bytes the run needs at its peak on the temp dir. */
@@ -323,6 +333,7 @@ type Figures = Pick<
   | 'cancel'
   | 'filtering'
   | 'flink'
+  | 'records'
   | 'remote'
   | 'e2e'
   | 'e2eTmpfs'
@@ -432,7 +443,10 @@ class BenchPhases {
   }
 
   private async ratioPhase(): Promise<
-    Pick<Figures, 'made' | 'disk' | 'tmpfs' | 'cancel' | 'filtering' | 'flink' | 'remote'>
+    Pick<
+      Figures,
+      'made' | 'disk' | 'tmpfs' | 'cancel' | 'filtering' | 'flink' | 'records' | 'remote'
+    >
   > {
     const { dir, root, spillRootPath, limits, options } = this;
     const { made, small } = await this.makeRatioCheckpoints();
@@ -478,16 +492,18 @@ class BenchPhases {
   /** The same data read other ways: through the filtering handler, as Flink's, from S3. */
   private async sameBytesPhase(
     made: MadeCheckpoint,
-  ): Promise<Pick<Figures, 'filtering' | 'flink' | 'remote'>> {
+  ): Promise<Pick<Figures, 'filtering' | 'flink' | 'records' | 'remote'>> {
     const { dir, options } = this;
     const { runs, seed, signal } = options;
     this.progress(0.47, 'filtering vs spilling (rescale)');
     const filtering = await measureFiltering({ dir, mb: options.mb / 4, runs, seed, signal });
     this.progress(0.475, 'a Flink checkpoint vs the same bytes as SPWC');
     const flink = await measureFlinkVsSpwc({ dir, mb: options.mb / 4, runs, seed, signal });
+    this.progress(0.477, 'Flink records: decoding, flink records vs recover');
+    const records = await measureRecords({ dir, mb: Math.min(64, options.mb), runs, signal });
     this.progress(0.48, 'reading it from a local S3 server');
     const remote = await measureRemote({ checkpoint: made.path, dir, runs, signal });
-    return { filtering, flink, remote };
+    return { filtering, flink, records, remote };
   }
 
   private async endToEndPhase(): Promise<
@@ -570,6 +586,12 @@ function resultOf(f: Figures): BenchResult {
         ? null
         : { median: channels.vsFloor, min: channels.vsFloorMin, max: channels.vsFloorMax },
     channelsPeakRssMiB: 'skipped' in channels ? null : channels.peakRssMiB,
+    tuple3DecodeMPerSec: {
+      median: round(f.records.decodePerSec.median / 1e6, 3),
+      min: round(f.records.decodePerSec.min / 1e6, 3),
+      max: round(f.records.decodePerSec.max / 1e6, 3),
+    },
+    flinkRecordsVsRecover: f.records.recordsVsRecover,
   };
 }
 
@@ -600,6 +622,7 @@ function detailsOf(
     startup: f.startup,
     filtering: f.filtering,
     flink: f.flink,
+    records: f.records,
     remote: f.remote,
     ...(growth !== undefined ? { growth } : {}),
     durationMs: Math.round(performance.now() - started),

@@ -32,4 +32,27 @@ export {
   type StatelyStats,
   type StatelyTrimmedMessage,
 } from './server.ts';
-export type * from './protocol.ts';
+export type {
+  OwnerId,
+  ResourceId,
+  StateDef,
+  TransitionDef,
+  MachineDef,
+  InspectorRecord,
+  DefRecord,
+  ActorKind,
+  ActorRecord,
+  SnapshotRecord,
+  EventRecord,
+  MetricsRecord,
+  OwnersRecord,
+  RecoveryAbout,
+  ServerMessage,
+  TaskEventType,
+  RegistryEventType,
+  OwnershipEventType,
+  ErrorSummary,
+  TaskEventData,
+  RegistryEventData,
+  TaskContextView,
+} from './protocol.ts';

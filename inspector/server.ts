@@ -17,7 +17,11 @@ import { randomBytes } from 'node:crypto';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { InspectionEvent } from 'xstate';
 import type { TaskInspectionEvent } from '../src/recovery-types.ts';
-import { MAX_BUFFERED_BYTES } from './feed-limits.ts';
+import {
+  MAX_BUFFERED_BYTES,
+  PAGE_MAX_INBOUND_BYTES,
+  STATELY_MAX_INBOUND_BYTES,
+} from './feed-limits.ts';
 import { hostAllowed, originAllowed, routes } from './http-routes.ts';
 import { watchOwners, type WatchAbout, type WatchedRecovery } from './owners.ts';
 import { InspectorServerError, loadPage } from './page-files.ts';
@@ -113,7 +117,12 @@ export async function startInspectorServer(
         }),
     }),
   );
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  // Inbound frames are capped by size where they are parsed: the page sends nothing.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: PAGE_MAX_INBOUND_BYTES });
+  const statelyWss = new WebSocketServer({
+    noServer: true,
+    maxPayload: STATELY_MAX_INBOUND_BYTES,
+  });
   httpServer.on('upgrade', (req, socket, head) => {
     const path = (req.url ?? '').split('?')[0];
     const known = path === '/ws' || (stately !== undefined && path === '/stately/ws');
@@ -121,7 +130,7 @@ export async function startInspectorServer(
       socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => {
+    (path === '/ws' ? wss : statelyWss).handleUpgrade(req, socket, head, (ws) => {
       if (path === '/ws') server.addPage(ws);
       // Compatible with `@statelyai/inspect/server`: each socket gets the buffered stream, and
       // what a client sends (e.g. `createWebSocketInspector({ url:
@@ -130,7 +139,7 @@ export async function startInspectorServer(
     });
   });
   port = await listen(httpServer, port);
-  server.listening(httpServer, wss, port);
+  server.listening(httpServer, [wss, statelyWss], port);
   return server;
 }
 
@@ -178,7 +187,7 @@ class RunningInspector implements InspectorServer {
   url = '';
   port = 0;
   private httpServer: Server | undefined;
-  private wss: WebSocketServer | undefined;
+  private wss: WebSocketServer[] = [];
   private readonly watchers = new Set<() => void>();
   private closing: Promise<void> | undefined;
 
@@ -193,7 +202,7 @@ class RunningInspector implements InspectorServer {
   }
 
   /** Called once listening: the server to close later, and where it is. */
-  listening(httpServer: Server, wss: WebSocketServer, port: number): void {
+  listening(httpServer: Server, wss: WebSocketServer[], port: number): void {
     this.httpServer = httpServer;
     this.wss = wss;
     this.port = port;
@@ -202,7 +211,10 @@ class RunningInspector implements InspectorServer {
 
   /** A page socket: `hello`, the history, then live batches; the page only listens. */
   addPage(ws: WebSocket): void {
-    ws.on('message', () => undefined);
+    // A page sends nothing: a client that does is not a page, and is closed at its first frame.
+    ws.on('message', () => ws.close(1008, 'the inspector page sends nothing'));
+    // A frame over maxPayload: ws closes with 1009 itself; its error is that, nothing more.
+    ws.on('error', () => undefined);
     this.relay.feed.add(
       ws,
       message({
@@ -281,9 +293,10 @@ class RunningInspector implements InspectorServer {
       ...(this.statelyRelay?.feed.subscribers.keys() ?? []),
     ];
     await Promise.all(sockets.map(closeSocket));
-    const wss = this.wss;
     const httpServer = this.httpServer;
-    if (wss !== undefined) await new Promise<void>((resolve) => wss.close(() => resolve()));
+    await Promise.all(
+      this.wss.map((wss) => new Promise<void>((resolve) => wss.close(() => resolve()))),
+    );
     if (httpServer !== undefined) {
       await new Promise<void>((resolve) => {
         httpServer.close(() => resolve());

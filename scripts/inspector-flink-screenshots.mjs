@@ -19,6 +19,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_FLAGS } from './chromium-flags.mjs';
+import { sleep, until } from './wait.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'spillway');
@@ -28,17 +29,6 @@ const SIZES = [
   [1280, 720],
   [1600, 1000],
 ];
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-async function until(what, probe, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 const work = await mkdtemp(join(tmpdir(), 'spillway-flink-shots-'));
 let child;

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import WebSocket from 'ws';
 import { CHROMIUM_FLAGS } from './chromium-flags.mjs';
+import { sleep, until } from './wait.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'spillway');
@@ -32,17 +33,6 @@ const SIZES = [
   [1600, 1000],
   [1280, 720],
 ];
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-async function until(what, probe, timeoutMs = 120_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 const work = await mkdtemp(join(tmpdir(), 'spillway-shots-'));
 let child;

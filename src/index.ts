@@ -57,6 +57,7 @@ export {
 export type { DirectoryUnit, SideReport } from './services/outputs/recover-to-directory.ts';
 export type {
   CheckpointOptions,
+  ConsumerInfo,
   OwnedResource,
   OwnershipReport,
   RecoverOptions,
@@ -78,7 +79,7 @@ export type { CheckpointResult, OwnerId, ResourceId } from './machines/events.ts
 export type { RescaleOption, RecordPredicate } from './services/rescale/rescale-options.ts';
 export type { RescaleTarget } from './services/rescale/key-groups.ts';
 export type { VirtualChannel } from './services/rescale/record-parser.ts';
-export type { RecordReport } from './services/rescale/filtering-spill.ts';
+export type { RecordReport } from './services/spill/filtering-spill.ts';
 export { sweepSpillRoot, type SweepReport } from './services/spill-root/sweep.ts';
 export {
   listSpillRoot,
@@ -119,6 +120,7 @@ export {
   RemoteTimeoutError,
   UnknownOperatorError,
   TypeSpecError,
+  RewriteRefusedError,
   suppressedOf,
 } from './services/errors.ts';
 export type {
@@ -151,6 +153,17 @@ export type {
 } from './services/formats/flink/records/elements.ts';
 export type { FlinkValue } from './services/formats/flink/records/decode.ts';
 export type { FlinkType, FlinkField } from './services/formats/flink/records/type-spec.ts';
+export {
+  rewriteFlinkCheckpoint,
+  type RewriteFlinkCheckpointOptions,
+  type FlinkRewriteResult,
+  type FlinkRewriteProgress,
+  type FlinkRewriteSubtask,
+  type FlinkDropSelector,
+  type FlinkKeyDrop,
+  type FlinkRewriteElement,
+  type FlinkDroppedElement,
+} from './services/formats/flink/write/rewrite.ts';
 export { VERSION } from './version.ts';
 // Test-data generators and the SPWC reader and writer: `spillway/testing`; Flink's key-group
 // maths: `spillway/rescale`; the machines with their XState types: `spillway/machines`.

@@ -26,7 +26,40 @@ export {
 export { fetchMachine } from './machines/fetch.machine.ts';
 export { gapMachine } from './machines/gap.machine.ts';
 export { drainMachine } from './machines/drain.machine.ts';
-export type * from './machines/events.ts';
+export type {
+  OwnerId,
+  ResourceId,
+  OwnedEvent,
+  FetchHandoffEvent,
+  DrainerReadyEvent,
+  TriggerInstalledEvent,
+  SnapshotOwnedEvent,
+  ReleasedEvent,
+  CheckpointResult,
+  CheckpointReply,
+  CheckpointEvent,
+  CancelEvent,
+  FailEvent,
+  FinishEvent,
+  FetchRetryEvent,
+  TaskEvent,
+  RegistryEvent,
+} from './machines/events.ts';
 export type { TaskRef } from './machines/task-ref.ts';
-export type { TaskHooks, TaskServices, StageName } from './machines/task-services.ts';
-export * from './machines/ownership.ts';
+// TaskHooks are the tests' and the demo's pool's, never a user's: not exported here.
+export type { TaskServices, StageName } from './machines/task-services.ts';
+export {
+  type Ownership,
+  type OwnershipMove,
+  snapshotResource,
+  checkpointOwner,
+  snapshotCheckpointId,
+  takeTaskDir,
+  handOffFetchedState,
+  adoptDrainer,
+  passToDrain,
+  adoptSnapshotReader,
+  releaseResource,
+  leftovers,
+  holdsSnapshot,
+} from './machines/ownership.ts';

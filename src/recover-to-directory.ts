@@ -1,68 +1,21 @@
 /**
- * `recoverToDirectory(options)`: the CLI's `recover --out DIR` for apps — the recoveries wired
- * to the task machine (src/recover.ts), the directory's preflight, sinks, naming and one-step
- * publish (services/outputs/recover-to-directory.ts).
+ * `recoverToDirectory(options)`: the CLI's `recover --out DIR` for apps — its options checked
+ * here, then the recoveries wired to the task machine (recover-to-directory-run.ts), the
+ * directory's preflight, sinks, naming and one-step publish (services/outputs/).
  */
-import { startRecovery, type StartOptions, type StartedRecovery } from './recover.ts';
-import type { RecoverOptions } from './recovery-types.ts';
 import { validateRecoverOptions } from './recovery-options.ts';
 import { invalidOption } from './services/option-error.ts';
-import {
-  recoverIntoDirectory,
-  type DirectoryResult,
-  type SideRequest,
-} from './services/outputs/recover-to-directory.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
-import type { RescaleTarget } from './services/rescale/key-groups.ts';
+// A value import only: the runner's types (the task machine's, XState's) stay out of this
+// module's declarations, so the package entry's types never reach XState's (docs/package.md).
+import { runRecoveryToDirectory } from './recover-to-directory-run.ts';
+import type {
+  DirectoryReport,
+  RecoverToDirectoryOptions,
+  RescaleAll,
+} from './recover-to-directory-types.ts';
 
-/**
- * Every new subtask of a rescaled restore at once: `rescale` without `subtask` writes
- * `subtask-<i>/…` for each `i` in `0 … parallelism-1`.
- */
-export type RescaleAll = Omit<RescaleTarget, 'subtask'> & { maxRecordBytes?: number };
-
-/**
- * Options of {@link recoverToDirectory}: a recovery's options without `channels` (every channel
- * goes to its file in `out`), plus the directory's.
- *
- * @example
- * ```ts
- * const options: RecoverToDirectoryOptions = { checkpoint: 'job.spwc', out: 'recovered' };
- * ```
- */
-export interface RecoverToDirectoryOptions extends Omit<
-  RecoverOptions,
-  'channels' | 'autoFinish' | 'rescale'
-> {
-  /** The output dir: created if missing; its files appear all at once or not at all (G10). */
-  out: string;
-  /** Replace channel files `out` already holds (by rename, never through a link). */
-  overwrite?: boolean | undefined;
-  /**
-   * A Flink checkpoint: every operator and subtask with channel state, input and output, into
-   * `out/<operator>/subtask-<n>/` (`<operator>`: its uid where the metadata has a plain one,
-   * else its id). `flink` may then be left out, or give only the path rules (`allowPaths`,
-   * `relocate`): its operator and subtask are ignored.
-   */
-  all?: boolean | undefined;
-  /** As {@link RecoverOptions.rescale}; without `subtask`, every new subtask (see {@link RescaleAll}). */
-  rescale?: RescaleOption | RescaleAll | undefined;
-  /** Decisions about leftovers of earlier runs in `out`, one line each. */
-  log?: ((line: string) => void) | undefined;
-  /** An interrupted earlier publish restored or completed, one line each. */
-  notice?: ((line: string) => void) | undefined;
-}
-
-/** What {@link recoverToDirectory} did: the counts per subtask and side, and added up. */
-export type DirectoryReport = DirectoryResult;
-
-/** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
-export interface DirectoryHooks {
-  startOptions?: Partial<StartOptions>;
-  /** Wraps each started recovery (`recover --inspect` watches it), told what it recovers. */
-  watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
-  onStart?: (request: SideRequest) => void;
-}
+export type { DirectoryReport, RecoverToDirectoryOptions, RescaleAll };
 
 /**
  * Recovers `options.checkpoint` into the directory `options.out`: one file per input channel
@@ -113,70 +66,4 @@ export function recoverToDirectory(options: RecoverToDirectoryOptions): Promise<
     ...(rescale !== undefined ? { rescale: { subtask: 0, ...rescale } } : {}),
   });
   return runRecoveryToDirectory(options);
-}
-
-/**
- * {@link recoverToDirectory} without the option checks, with the CLI's hooks.
- *
- * @example
- * ```ts
- * await runRecoveryToDirectory(options, { onStart: () => bar.next('output') });
- * ```
- */
-export async function runRecoveryToDirectory(
-  options: RecoverToDirectoryOptions,
-  hooks: DirectoryHooks = {},
-): Promise<DirectoryReport> {
-  const { out, overwrite, all, log, notice, rescale, ...recovery } = options;
-  const rescaleAll =
-    rescale !== undefined &&
-    !('keep' in rescale) &&
-    (rescale as { subtask?: number }).subtask === undefined
-      ? rescale.parallelism
-      : undefined;
-  const watch = hooks.watch ?? ((r: StartedRecovery) => r);
-  return recoverIntoDirectory(
-    {
-      checkpoint: recovery.checkpoint,
-      out,
-      overwrite,
-      signal: recovery.signal,
-      remote: recovery.remote,
-      flink: all === true ? { operator: '', subtask: 0, ...recovery.flink } : recovery.flink,
-      all,
-      rescale: rescale !== undefined,
-      rescaleAll,
-      rescaleSubtask:
-        rescale !== undefined && !('keep' in rescale)
-          ? (rescale as { subtask?: number }).subtask
-          : undefined,
-      log,
-      notice,
-      onStart: hooks.onStart,
-    },
-    (request) =>
-      watch(
-        startRecovery({
-          ...hooks.startOptions,
-          ...recovery,
-          channels: request.channels,
-          ...flinkOf(request),
-          ...(rescale !== undefined
-            ? {
-                rescale: (request.rescaleSubtask !== undefined
-                  ? { ...rescale, subtask: request.rescaleSubtask }
-                  : rescale) as RescaleOption,
-              }
-            : {}),
-        }),
-        request,
-      ),
-  );
-}
-
-/** A request's Flink selection, and its plan apart (an internal option, not the selection's). */
-function flinkOf({ flink }: SideRequest): Pick<StartOptions, 'flink' | 'flinkPlan'> {
-  if (flink === undefined) return {};
-  const { plan, ...selection } = flink;
-  return { flink: selection, ...(plan !== undefined ? { flinkPlan: plan } : {}) };
 }

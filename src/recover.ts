@@ -33,7 +33,7 @@ import {
 import { validateCheckpointOptions, validateRecoverOptions } from './recovery-options.ts';
 import { handled } from './services/handled.ts';
 import { fsSeam } from './services/fs.ts';
-import { rescaleLimits } from './services/rescale/rescale-options.ts';
+import { rescaleLimits } from './services/spill/limits.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
 // Convenience for the modules inside the package that start recoveries (the CLI, the pool,
@@ -89,7 +89,9 @@ export function startRecoveryOn(
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
   const kept = keptFromCaller();
-  const channels = adaptChannels(options, kept.streams, kept.consumerErrors);
+  // The consumers' signal: aborted when the task ends in any way but finished (below).
+  const endedEarly = new AbortController();
+  const channels = adaptChannels(options, kept, endedEarly.signal);
   const { spillRoot, stopSweep } = openSpillRoot(options);
   const services = taskServices(options, {
     taskId,
@@ -118,6 +120,7 @@ export function startRecoveryOn(
     stopSweep.abort();
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'CANCEL', reason });
   };
+  abortConsumersOnEarlyEnd(actor, endedEarly, done);
   if (options.signal !== undefined) cancelOnAbort(options.signal, cancel, done);
 
   const readProgress = (): RecoveryProgress => {
@@ -253,19 +256,52 @@ function taskServices(
   return options.hooks === undefined ? services : withHooks(services, options.hooks);
 }
 
-/** The caller's channel factory, adapted: streams kept for release, a factory's throw tagged. */
+/**
+ * The caller's channel factory, adapted: told the consumers' signal, streams kept for release,
+ * a factory's throw tagged.
+ */
 function adaptChannels(
   options: StartOptions,
-  streams: Set<StreamConsumer>,
-  consumerErrors: WeakSet<object>,
+  { streams, consumerErrors }: { streams: Set<StreamConsumer>; consumerErrors: WeakSet<object> },
+  signal: AbortSignal,
 ): (info: ChannelInfo) => ChannelConsumer {
-  return (info) => {
+  return ({ gate, channel }) => {
+    const info = { gate, channel, signal };
     const consumer = toChannelConsumer(callConsumer(consumerErrors, () => options.channels(info)));
     if (isStreamConsumer(consumer)) streams.add(consumer);
     // Not wrapped: the drain reports its consumers' errors (consumerError below), and a wrapper
     // per channel was 12.6 MB of a 63 MB heap at 262,144 channels.
     return consumer;
   };
+}
+
+/**
+ * Aborts the consumers' signal as soon as the task leaves for an ending other than finished
+ * (its ending starts then, and the consumers should stop what they have in flight), or when
+ * `done` rejects (a bare `actor.stop()` emits no final state).
+ */
+function abortConsumersOnEarlyEnd(
+  actor: StartedRecovery['actor'],
+  consumers: AbortController,
+  done: Promise<unknown>,
+): void {
+  const abort = (how: string) => {
+    if (!consumers.signal.aborted) {
+      consumers.abort(new AbortedError(`the recovery ended early (${how})`));
+    }
+  };
+  const subscription = actor.subscribe({
+    next: (snapshot) => {
+      if (snapshot.status !== 'done') return;
+      subscription.unsubscribe();
+      if (!snapshot.matches('finished')) abort(String(snapshot.value));
+    },
+    error: () => abort('failed'),
+  });
+  done.then(
+    () => subscription.unsubscribe(),
+    () => abort('failed'),
+  );
 }
 
 /** What {@link settle} closes and reads once the task actor has ended. */

@@ -215,11 +215,15 @@ function validateRemote(remote: unknown): void {
 function validateFlink(flink: unknown, rescaling: boolean): void {
   if (flink === null || typeof flink !== 'object') throw invalid('flink', 'an object', flink);
   const f = flink as Record<string, unknown>;
-  const known = ['operator', 'subtask', 'outputState', 'key', 'allowPaths', 'relocate'];
-  for (const name of Object.keys(f)) {
-    if (!known.includes(name))
-      throw invalid(`flink.${name}`, `one of ${known.join(', ')}`, name, true);
-  }
+  // An unknown key names the closest known one, as at every other level of the options.
+  checkKnownKeys('options.flink', f, [
+    'operator',
+    'subtask',
+    'outputState',
+    'key',
+    'allowPaths',
+    'relocate',
+  ]);
   if (typeof f.operator !== 'string' || f.operator === '') {
     throw invalid('flink.operator', 'an operator id, uid or name (a non-empty string)', f.operator);
   }

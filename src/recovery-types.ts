@@ -12,9 +12,30 @@ import type { RecoveryProgress } from './services/progress.ts';
 import type { StageTag, TaskStateValue } from './services/stage.ts';
 import type { SpillLimits } from './services/spill/limits.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
-import type { RecordReport } from './services/rescale/filtering-spill.ts';
+import type { RecordReport } from './services/spill/filtering-spill.ts';
 import type { RemoteOptions } from './services/locations/remote-options.ts';
 import type { FlinkSelection } from './services/formats/flink/entry-source.ts';
+
+/**
+ * What `channels(info)` is told of the channel it makes a consumer for: its gate and channel,
+ * and a signal that aborts when the recovery ends early (cancelled, failed, stopped), so a
+ * consumer can stop work of its own in flight (an upload, a database write) instead of waiting
+ * to be abandoned. It never aborts on a recovery that finishes.
+ *
+ * @example
+ * ```ts
+ * recoverChannelState({
+ *   checkpoint,
+ *   channels: ({ gate, channel, signal }) => ({
+ *     onBuffer: (buffer) => upload(`${gate}/${channel}`, buffer, { signal }),
+ *     onFinished: () => undefined,
+ *   }),
+ * });
+ * ```
+ */
+export interface ConsumerInfo extends ChannelInfo {
+  readonly signal: AbortSignal;
+}
 
 /**
  * Options of {@link recoverChannelState}.
@@ -38,7 +59,7 @@ export interface RecoverOptions {
    * backpressure is honoured, its errors (a write, the end, the close) fail the recovery, and
    * it is ended when its channel is done, or destroyed / aborted on any other ending.
    */
-  channels: (info: ChannelInfo) => ChannelTarget;
+  channels: (info: ConsumerInfo) => ChannelTarget;
   /** Aborting it cancels the task (like `cancel()`). */
   signal?: AbortSignal | undefined;
   /**

@@ -8,6 +8,6 @@ main=$2
 shift 2
 cd "$here"
 if [ -z "$SPILLWAY_FLINK_NO_BUILD" ]; then
-  mvn -q -B -Dstyle.color=never -P "$profile" compile dependency:build-classpath >&2
+  "$here/build.sh" "$profile" >&2
 fi
 exec java -cp "target/$profile/classes:$(cat "target/$profile/classpath.txt")" "dev.spillway.flink.$main" "$@"

@@ -34,6 +34,8 @@ side in one run, as ratios (each the median of N alternating runs, with min and 
   startupVsNode       spillway --help ÷ node -e '' (wall time)
   filteringVsSpilling fetch spilling verbatim ÷ fetch through the rescaling filter (same v2 bytes)
   flinkVsSpwc         fetch of an SPWC file ÷ fetch of a Flink checkpoint holding the same bytes
+  tuple3DecodeMPerSec million Flink Tuple3<Long,Integer,String> records decoded per second
+  flinkRecordsVsRecover flink records (no --type) ÷ recover --out, same Flink checkpoint (CLI)
   e2eRecoverVsDdTmpfs e2eRecoverVsDd with everything on a tmpfs (the code's own cost)
   importVsNode        node -e "import('spillway')" ÷ node -e '' (wall time)
   channelsVsFloorTmpfs recover of 262,144 one-byte channels on a tmpfs ÷ creating as many
@@ -209,6 +211,12 @@ function detailRows(d: BenchDetails): [string, string][] {
     [
       'Flink vs SPWC fetch',
       `${fmt(d.flink.flinkMiBs, ' MiB/s')} vs ${fmt(d.flink.spwcMiBs, ' MiB/s')} (${d.flink.entries} entries)`,
+    ],
+    [
+      'Flink records',
+      `${fmt(d.records.recordsMs, ' ms')} vs recover ${fmt(d.records.recoverMs, ' ms')} ` +
+        `(${d.records.checkpointMiB} MiB, ${d.records.checkpointRecords} records); ` +
+        `Tuple3 decode ${fmt(d.records.decodePerSec, '/s')}`,
     ],
     [
       's3:// vs ranged GET',

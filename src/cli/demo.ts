@@ -254,9 +254,25 @@ function printSummary(
             ? `empty at the end; ${box.dir} removed`
             : out.red(`left behind: ${leftovers.join(', ')}`),
         ],
-      ]),
+      ]) +
+      out.dim(WHAT_IT_SHOWS),
   );
 }
+
+/**
+ * The table in words, for someone who has never seen a Flink task restart: what a loop is and
+ * what the two zero lines prove.
+ */
+const WHAT_IT_SHOWS = `
+  What this shows: when a Flink task fails while it restores its in-flight data, it is
+  restarted and restores again (a recovery-failure loop). Most recoveries above had one fault
+  injected at one step — reading the checkpoint, building the drainer, draining into the
+  channels, a cancel, a crash of a consumer — and ended as it would in production.
+    leaked files 0   no spill file of any ending survived it (Flink can leave them behind)
+    masked causes 0  every failure was reported with the fault that caused it, never with a
+                     cleanup error that came after it
+  Next: 'spillway tour' shows a real Flink checkpoint; 'spillway demo --help' lists the faults.
+`;
 
 /**
  * The run's exit code, with its closing line: cancelled by a signal (128+n when clean), cut

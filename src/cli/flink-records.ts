@@ -1,6 +1,6 @@
 /** `spillway flink records CHECKPOINT --operator OP --subtask N …` (DESIGN §8). */
 import { readFlinkRecords } from '../services/formats/flink/records/read-records.ts';
-import { toJson } from '../services/formats/flink/records/json.ts';
+import { ElementLines } from '../services/formats/flink/records/json.ts';
 import { parseRelocation } from '../services/formats/flink/paths.ts';
 import { keyFromArgs } from './flink-arg.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
@@ -143,9 +143,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
       relocate,
       remote: remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint')),
     });
+    const lines = new ElementLines(type === undefined);
     let n = 0;
     for await (const element of elements) {
-      batch += `${toJson(element)}\n`;
+      batch += lines.line(element);
       if (batch.length >= 64 * 1024) {
         await write(io, batch);
         batch = '';

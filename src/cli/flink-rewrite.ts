@@ -19,7 +19,8 @@ import { trapSignals } from './signals.ts';
 
 export const usage = `usage: spillway flink rewrite CHECKPOINT --out NEWDIR [--drop SELECTOR]...
                               [--drop-key K --key long|int|bytes:N]... [--dry-run] [--allow-empty]
-                              [--allow-path DIR]... [--relocate FROM=TO]... [--json]
+                              [--upstream GATE=OP]... [--allow-path DIR]... [--relocate FROM=TO]...
+                              [--json]
 
 Writes NEWDIR: a copy of the Flink checkpoint CHECKPOINT (a chk-N dir or its _metadata; a path,
 http(s):// URL or s3://bucket/key) that Flink restores from ('flink run -s NEWDIR ...'), with the
@@ -31,12 +32,17 @@ all (staged beside it, then renamed; a signal or an error leaves nothing).
 
   --out NEWDIR        the new checkpoint directory
   --drop SELECTOR     an element by position, as 'spillway flink records' prints it:
-                      OP/SUBTASK/input/GATE/CHANNEL/INDEX (OP: id, uid or name); a record is
-                      dropped as a whole frame, across entries; a partial record (the cut
-                      end of an input channel) is refused; repeatable
+                      OP/SUBTASK/input/GATE/CHANNEL/INDEX or
+                      OP/SUBTASK/output/PARTITION/SUBPARTITION/INDEX (OP: id, uid, name or
+                      id prefix); dropped as a whole frame, across entries; a partial record
+                      (an input channel's cut end, an output subpartition's cut head) is
+                      refused; repeatable
   --drop-key K        drop every record in input channel state whose key is K (with --key:
                       long and int are decimal, bytes:N is 2N hex digits); repeatable
   --key long|int|bytes:N  how a record's key is read: the first field of its value
+  --upstream GATE=OP  the operator feeding input gate GATE: a record cut at the end of one
+                      of its channels is then dropped on both sides (default: the only
+                      operator with output state, if one); repeatable
   --dry-run           print what would be dropped and the new sizes; write nothing
   --allow-empty       a selector that matches nothing is not an error
   --allow-path DIR    channel-state files may also be read under DIR
@@ -119,6 +125,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         'allow-empty': { type: 'boolean' },
         'allow-path': { type: 'string', multiple: true },
         relocate: { type: 'string', multiple: true },
+        upstream: { type: 'string', multiple: true },
         's3-endpoint': { type: 'string' },
         json: { type: 'boolean' },
       },
@@ -144,6 +151,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
+    const upstream: Record<number, string> = {};
+    for (const u of list(values, 'upstream')) {
+      const m = /^(\d+)=(.+)$/.exec(u);
+      if (m === null) throw new UsageError(`--upstream must be GATE=OP, got '${u}'`);
+      upstream[Number(m[1])] = m[2]!;
+    }
     const result = await rewriteFlinkCheckpoint({
       checkpoint,
       out,
@@ -152,10 +165,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
       allowEmpty: values['allow-empty'] === true,
       allowPaths: list(values, 'allow-path'),
       relocate,
+      upstream,
       remote: remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint')),
       signal: signals.signal,
     });
-    if (json) printJson(io, { ...result, dropped: result.dropped });
+    if (json) printJson(io, result);
     else io.out.write(describe(result));
     return 0;
   } catch (error) {
@@ -163,8 +177,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       io.err.write('spillway: flink rewrite cancelled; nothing was written at NEWDIR\n');
       return signals.exitCode;
     }
-    if (json) printJson(io, { error: { code: (error as { code?: string }).code } });
-    return reportError(io, error, 'flink rewrite');
+    return reportError(io, error, 'flink rewrite', json);
   } finally {
     signals.dispose();
   }

@@ -3,11 +3,8 @@
  * and for a Flink checkpoint `--operator OP --subtask N [--output-state] [--key …] [--allow-path DIR]… [--relocate FROM=TO]…`.
  */
 import { OPTION_RANGES } from '../services/option-ranges.ts';
-import {
-  runRecoveryToDirectory,
-  type DirectoryReport,
-  type RecoverToDirectoryOptions,
-} from '../recover-to-directory.ts';
+import type { DirectoryReport, RecoverToDirectoryOptions } from '../recover-to-directory.ts';
+import { runRecoveryToDirectory } from '../recover-to-directory-run.ts';
 import { join } from 'node:path';
 import type { SideRequest } from '../services/outputs/recover-to-directory.ts';
 import { redactLocation } from '../services/locations/redact.ts';
@@ -18,6 +15,7 @@ import { trapSignals, type SignalScope } from './signals.ts';
 import { reportError } from './errors.ts';
 import { oneLine } from './terminal-text.ts';
 import { RecoverProgress } from './progress-text.ts';
+import type { FlinkKey } from '../services/formats/flink/entry-source.ts';
 import { unitFields, whoText } from './recover-report.ts';
 import {
   recordRows,
@@ -128,6 +126,13 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
         onStart: ({ side, dir }) => {
           if (side === 'output' && dir === '') progress?.next('output');
         },
+        onOnlyOutputState: (subpartitions) => {
+          throw new UsageError(
+            `operator ${args.flink?.operator ?? ''} subtask ${args.flink?.subtask ?? 0} has no ` +
+              `input-channel state, only output state (${subpartitions} subpartition(s)): add ` +
+              `--output-state to recover it`,
+          );
+        },
       },
     ).catch(async (error: unknown) => {
       // An SPWC read of a Flink checkpoint: say to pick an operator, not "bad magic".
@@ -135,6 +140,7 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
     });
     progress?.done();
     printResult(io, args, report);
+    warnIfNoRecordKept(io, args, report);
     // Past the commit point the run is done: a signal that arrived since is not a cancel.
     return 0;
   } catch (error) {
@@ -277,6 +283,27 @@ function reportFailure(io: Io, error: unknown, args: RecoverArgs, signals: Signa
     return signals.exitCode;
   }
   return reportError(io, error, 'recover', args.json);
+}
+
+/**
+ * A rescale that read records and kept none: most likely the key is not what `--key` (or
+ * `--key-bytes`) says, so every record hashed elsewhere. Said on stderr, naming the key.
+ */
+function warnIfNoRecordKept(io: Io, args: RecoverArgs, { total }: DirectoryReport): void {
+  const records = total.records;
+  if (records === undefined || records.read === 0 || records.kept > 0) return;
+  const key =
+    args.flink !== undefined
+      ? `--key ${keyText(args.flink.key)}`
+      : `--key-bytes ${(args.rescale as { keyBytes?: number } | undefined)?.keyBytes ?? 8}`;
+  io.err.write(
+    `spillway recover: warning: no record of ${records.read} kept under ${key}; if the key is ` +
+      `not that, every record hashed to another subtask (see --key long|int|bytes:K)\n`,
+  );
+}
+
+function keyText(key: FlinkKey | undefined): string {
+  return key === undefined ? 'long' : typeof key === 'string' ? key : `bytes:${key.bytes}`;
 }
 
 /** What `--inspect`'s page is told of one recovery: what it reads, and where its files grow. */

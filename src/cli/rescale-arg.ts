@@ -8,7 +8,7 @@ import {
   CHECKPOINT_MAGIC,
   CHECKPOINT_VERSION,
 } from '../services/formats/spwc/format.ts';
-import type { RecordReport } from '../services/rescale/filtering-spill.ts';
+import type { RecordReport } from '../services/spill/filtering-spill.ts';
 import type { RescaleTarget } from '../services/rescale/key-groups.ts';
 import type { RescaleAll } from '../recover-to-directory.ts';
 import { resolveRescaleTarget } from '../services/rescale/rescale-options.ts';
@@ -120,6 +120,17 @@ export function recordRows(records: RecordReport | undefined): [string, number][
     ['records read', records.read],
     ['records kept', records.kept],
     ['records dropped', records.dropped],
+    // A Flink recovery's other elements, never counted as records.
+    ...(records.watermarks !== undefined
+      ? [['watermarks kept', records.watermarks] as [string, number]]
+      : []),
+    // Not kept, and said: Flink's restore completes these from the upstream's output state.
+    ...(records.cut !== undefined && records.cut > 0
+      ? [['records cut (rest upstream)', records.cut] as [string, number]]
+      : []),
+    ...(records.elementsDropped !== undefined && records.elementsDropped > 0
+      ? [['other elements dropped', records.elementsDropped] as [string, number]]
+      : []),
   ];
 }
 

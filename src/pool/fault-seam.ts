@@ -11,7 +11,7 @@
  * synchronous one (the publish's moves, small files, small deletes) a hook of its own runs to
  * its end and the operation cannot wait. A test that pauses says which operation it pauses.
  */
-import { FS_OPS, interceptFs, type FsInterceptor, type FsOp } from '../services/fs.ts';
+import { FileSystem, FS_OPS, interceptFs, type FsInterceptor, type FsOp } from '../services/fs.ts';
 
 /** The errno codes a fault may carry. */
 export type FaultCode = 'ENOSPC' | 'EIO' | 'EACCES' | 'ENOENT';
@@ -75,6 +75,11 @@ export class FaultSeam implements FsInterceptor {
   private readonly counts = new Map<FsOp, number>();
   private hook: FsHook | undefined;
   private syncHook: FsSyncHook | undefined;
+  /**
+   * A file seam of its own with this fault seam in front, to hand to what should be faulted
+   * (an `OutputDir`, a `ChannelFileSink`): every operation there is counted and may fail.
+   */
+  readonly fs: FileSystem = new FileSystem(this);
 
   /** Hands this seam to the file seam (it stays until another is handed in). */
   install(): this {

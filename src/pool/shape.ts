@@ -10,7 +10,7 @@ import { crc32 } from '../services/crc32.ts';
 import { SpillwayError } from '../services/errors.ts';
 import { faultSeam } from './fault-seam.ts';
 import type { SpillRoot } from '../services/spill-root/spill-root.ts';
-import { FilteringSpill } from '../services/rescale/filtering-spill.ts';
+import { FilteringSpill } from '../services/spill/filtering-spill.ts';
 import { recordRules, type RescaleOption } from '../services/rescale/rescale-options.ts';
 import { taskDirsOf } from './census.ts';
 import { taskDirMarker, type ChannelShape } from './loop.ts';

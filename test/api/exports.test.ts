@@ -22,6 +22,8 @@ const NAMED: Record<string, string> = {
   readFlinkRecords: "a Flink checkpoint's in-flight elements, decoded (DESIGN §8, `flink records`)",
   recoverToDirectory:
     "the CLI's `recover --out` with its one-step publish (G10), for apps (DESIGN §8)",
+  rewriteFlinkCheckpoint:
+    'a Flink checkpoint without the elements named, which Flink restores (DESIGN §8, `flink rewrite`)',
 };
 
 /**
@@ -39,6 +41,9 @@ const BEYOND_30: Record<string, string> = {
   readFlinkRecords: NAMED.readFlinkRecords!,
   TypeSpecError: 'a `--type` spec that does not parse, naming the character (exit 2)',
   recoverToDirectory: NAMED.recoverToDirectory!,
+  rewriteFlinkCheckpoint: NAMED.rewriteFlinkCheckpoint!,
+  RewriteRefusedError:
+    'a rewrite refused before anything is written: a selector or NEWDIR (exit 2)',
 };
 
 describe('package entry', () => {

@@ -42,6 +42,67 @@ describe('channels that return the wrong thing', () => {
   }
 });
 
+describe('a consumer told when to stop', () => {
+  it('info.signal aborts when the recovery is cancelled, while a consumer call is in flight', async () => {
+    const dir = await makeTempRoot();
+    const { path } = await makeSmallCheckpoint(dir);
+    const signals: AbortSignal[] = [];
+    let cancel = (): void => undefined;
+    const recovery = recoverChannelState({
+      checkpoint: path,
+      spillRoot: dir,
+      abandonAfterMs: 5_000,
+      channels: ({ signal }) => {
+        signals.push(signal);
+        return {
+          // The first buffer cancels the recovery, then waits on its signal as an upload would.
+          onBuffer: () =>
+            new Promise<void>((resolve) => {
+              signal.addEventListener('abort', () => resolve(), { once: true });
+              cancel();
+            }),
+          onFinished: () => undefined,
+        };
+      },
+    });
+    cancel = () => recovery.cancel('enough');
+    await expect(recovery.done).rejects.toMatchObject({ code: 'ABORT_ERR' });
+    expect(signals.length).toBeGreaterThan(0);
+    expect(signals.every((s) => s.aborted)).toBe(true);
+    expect(signals[0]!.reason).toMatchObject({ code: 'ERR_SPILLWAY_ABORTED' });
+    expect(await listSpill(dir)).toEqual({ taskDirs: [], spillFiles: [] });
+  });
+
+  it('info.signal never aborts on a recovery that finishes', async () => {
+    const dir = await makeTempRoot();
+    const { path } = await makeSmallCheckpoint(dir);
+    const signals: AbortSignal[] = [];
+    const recovery = recoverChannelState({
+      checkpoint: path,
+      spillRoot: dir,
+      channels: ({ signal }) => {
+        signals.push(signal);
+        return { onBuffer: () => undefined, onFinished: () => undefined };
+      },
+    });
+    await recovery.done;
+    expect(signals.length).toBeGreaterThan(0);
+    expect(signals.some((s) => s.aborted)).toBe(false);
+  });
+});
+
+describe('a typo at any level of the options', () => {
+  it("options.flink.operater is not an option (did you mean 'operator'?)", () => {
+    expect(() =>
+      recoverChannelState({
+        checkpoint: 'chk-3',
+        channels: () => ({ onBuffer: () => undefined, onFinished: () => undefined }),
+        flink: { operater: 'slow-join', subtask: 0 } as never,
+      }),
+    ).toThrow(/options\.flink\.operater is not an option \(did you mean 'operator'\?\)/);
+  });
+});
+
 describe('errors from the built package read well', () => {
   it('no line of the bundled JavaScript is longer than 1,000 characters', async () => {
     const long: string[] = [];

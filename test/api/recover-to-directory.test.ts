@@ -19,6 +19,9 @@ import { channelBytes, makeSmallCheckpoint } from '../helpers/checkpoints.ts';
 import { listSpill } from '../helpers/spill-root.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { listTree } from '../e2e/harness.ts';
+import { FLINK_FIXTURES_DIR, readFlinkFixture } from '../helpers/flink-expected.ts';
+
+const FIXTURE = join(FLINK_FIXTURES_DIR, '2.3.0-file');
 
 async function setUp() {
   const dir = await makeTempRoot();
@@ -101,4 +104,32 @@ describe('recoverToDirectory', () => {
     ).toThrow(/options\.overwrite/);
     expect(await listTree(out)).toEqual([]);
   });
+
+  it.skipIf(!existsSync(FIXTURE))(
+    'all: a real Flink checkpoint into <operator>/subtask-<n>/, one report entry per subtask dir with each side apart',
+    async () => {
+      const f = readFlinkFixture(FIXTURE);
+      const dir = await makeTempRoot();
+      const spillRoot = join(dir, 'spill');
+      await mkdir(spillRoot);
+      const out = join(dir, 'out');
+      const report = await recoverToDirectory({
+        checkpoint: f.checkpoint,
+        out,
+        spillRoot,
+        all: true,
+      });
+      const dirs = report.units.map((u) => u.dir);
+      expect(dirs).toContain('slow-join/subtask-0');
+      expect(dirs).toContain('to-record-a/subtask-1');
+      const tree = await listTree(out);
+      expect(tree.filter((p) => p.endsWith('.bin'))).toHaveLength(report.files);
+      for (const u of report.units) {
+        expect(u.operator).toMatch(/^[0-9a-f]{32}$/);
+        const inTree = tree.filter((p) => p.startsWith(`${u.dir}/`) && p.endsWith('.bin'));
+        expect(inTree.length, u.dir).toBe((u.input?.channels ?? 0) + (u.output?.channels ?? 0));
+      }
+      expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
+    },
+  );
 });

@@ -5,6 +5,8 @@
  * - the product outside src/pool/ (the demo's fault injection, a feature of `spillway demo`)
  *   imports no fault or hook registry: the file seam counts and fails nothing unless a fault
  *   seam is handed to it;
+ * - one code path: nothing in src/ asks whether a fault seam is installed (the product's seam
+ *   and a faulty one run the same algorithm, synchronous calls included);
  * - no stage calls a task hook: the hooks (tests, the demo's pool) run where the stages reach
  *   the task's mailbox and executor, wrapped by machines/task-hooks.ts only for a task started
  *   with hooks;
@@ -37,6 +39,16 @@ function importsFaultRegistry(file: string, text: string): boolean {
   return viaPath || /\b(injectFault|setFsHook|fsOpCounts|resetFsSeam)\s*\(/.test(text);
 }
 
+/**
+ * Whether a source asks whether a fault seam is installed (to choose another algorithm): an
+ * interceptor or seam compared with undefined, called optionally, or a `syncAllowed` question.
+ */
+function readsSeamPresence(text: string): boolean {
+  return /\b(interceptor|seam|faults)\s*(===|!==|==|!=)\s*(undefined|null)\b|\b(undefined|null)\s*(===|!==)\s*(this\.)?(interceptor|seam)\b|\binterceptor\?\.|\bsyncAllowed\b/i.test(
+    text,
+  );
+}
+
 /** Whether a source calls one of the task hooks (`beforeStage`, `afterDrainerBuilt`, `beforeDrain`). */
 function callsTaskHook(text: string): boolean {
   return /\.(beforeStage|afterDrainerBuilt|beforeDrain)\s*(\?\.)?\s*\(/.test(text);
@@ -60,6 +72,23 @@ describe('seams', () => {
     ).toBe(true);
     expect(importsFaultRegistry(file, "seam.injectFault({ op: 'rm', code: 'EIO' });")).toBe(true);
     expect(importsFaultRegistry(file, "import { fsSeam } from '../fs.ts';")).toBe(false);
+  });
+
+  it('the check flags a source asking whether a seam is installed', () => {
+    expect(
+      readsSeamPresence('if (interceptor === undefined && removeSmallTreeSync(p)) return;'),
+    ).toBe(true);
+    expect(readsSeamPresence('  return interceptor?.before(op, path);')).toBe(true);
+    expect(readsSeamPresence('const sync = fsSeam.syncAllowed();')).toBe(true);
+    expect(readsSeamPresence('    this.interceptor.beforeSync(op, path);')).toBe(false);
+    expect(readsSeamPresence('    fsSeam.linkSync(inStaging + name, target);')).toBe(false);
+  });
+
+  it('one code path: nothing in src/ reads whether a fault seam is installed', () => {
+    const found = sourcesUnder(src)
+      .filter((f) => !under('pool')(f))
+      .filter((f) => readsSeamPresence(readFileSync(f, 'utf8')));
+    expect(found.map((f) => relative(repo, f))).toEqual([]);
   });
 
   it('the check flags a task hook called, not one handed in', () => {

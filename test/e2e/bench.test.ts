@@ -32,6 +32,8 @@ const FIGURES = [
   'importVsNode',
   'channelsVsFloorTmpfs',
   'channelsPeakRssMiB',
+  'tuple3DecodeMPerSec',
+  'flinkRecordsVsRecover',
 ];
 const RATIOS = [
   'spillVsRawWrite',
@@ -42,6 +44,7 @@ const RATIOS = [
   'filteringVsSpilling',
   'flinkVsSpwc',
   'importVsNode',
+  'flinkRecordsVsRecover',
 ];
 /** Null only where no tmpfs could be mounted (not root). */
 const TMPFS_RATIOS = [

@@ -185,6 +185,19 @@ describe('spillway flink records (CLI)', () => {
     }
   });
 
+  it('a length no element can have is exit 2 naming the channel and element, never an allocation of it', async () => {
+    const tmp = await makeTempRoot();
+    const good = record(Buffer.concat([be64(1n), str('a')]));
+    for (const [length, reason] of [
+      [0x7fffffff, /element 1: element length 2147483647 is larger than the 16777216-byte limit/],
+      [-5, /element 1: element length -5/],
+      [0, /element 1: element length 0/],
+    ] as const) {
+      const chk = await checkpointWith(tmp, Buffer.concat([good, be32(length), Buffer.alloc(8)]));
+      await expectBadInput(tmp, await runCli(args(chk)), /input gate 0 channel 0/, reason);
+    }
+  });
+
   it('a --type syntax error points at the character; a spec nested 10,000 deep is the same one line', async () => {
     const tmp = await makeTempRoot();
     const chk = await checkpointWith(tmp, record(be64(1n)));
@@ -210,6 +223,24 @@ describe('spillway flink records (CLI)', () => {
       await runCli(args(chk, '--upstream', '0=nope')),
       /unknown operator 'nope'/,
     );
+  });
+
+  it('--json: a failure is also one JSON object on stdout, with the code', async () => {
+    const tmp = await makeTempRoot();
+    const chk = await checkpointWith(tmp, record(be64(1n)));
+    const run = await runCli(args(chk, '--type', 'Tuple<Long,', '--json'));
+    expect(run.code).toBe(2);
+    const out = lines(run.stdout);
+    expect(out).toHaveLength(1);
+    expect(JSON.parse(out[0]!)).toMatchObject({ error: { code: 'ERR_SPILLWAY_TYPE_SPEC' } });
+    const corrupt = await runCli(args(chk, '--type', 'Tuple<Long,Long>', '--json'));
+    expect(corrupt.code).toBe(2);
+    expect(JSON.parse(lines(corrupt.stdout)[0]!)).toMatchObject({
+      error: {
+        code: 'ERR_SPILLWAY_CORRUPT_CHECKPOINT',
+        file: expect.stringContaining('_metadata'),
+      },
+    });
   });
 
   it('--help lists every flag', async () => {

@@ -55,4 +55,16 @@ describe('the first ten minutes', () => {
     );
     expect(lines.at(-1)).toBe('3344 bytes in flight into slow-join subtask 0');
   });
+
+  it('spillway demo says in words what a recovery-failure loop is and what its zero lines prove, then what to run next', async () => {
+    const tmp = await makeTempRoot();
+    const demo = await runCli(['demo', '--tasks', '2', '--loops', '2'], { TMPDIR: tmp });
+    expect(demo.code, demo.stderr).toBe(0);
+    expect(demo.stdout).toMatch(/a recovery-failure loop/);
+    expect(demo.stdout).toMatch(/leaked files 0 +no spill file of any ending survived it/);
+    expect(demo.stdout).toMatch(
+      /masked causes 0 +every failure was reported with the fault that caused it/,
+    );
+    expect(demo.stdout).toMatch(/'spillway tour' shows a real Flink checkpoint/);
+  });
 });

@@ -192,7 +192,11 @@ describe.skipIf(signalFixture === undefined)('recover --all has one commit point
     while ((await at(step)) === 143) step += 5;
     let last = step - 1;
     while (last > 0 && (await at(last)) === 0) last--;
-    expect(outcomes.filter((c) => c === 143).length).toBeGreaterThan(5);
+    // Signalled early (the staging dir), mid-way, and at the commit rename itself (found
+    // going back down from the first step that completes).
+    expect(outcomes.filter((c) => c === 143).length).toBeGreaterThanOrEqual(3);
+    expect(last).toBeGreaterThan(step - 5);
+    expect(outcomes.at(-1)).toBe(143);
     console.log(`recover --all: ${last + 1} steps under DIR, ${outcomes.length} of them signalled`);
   }, 600_000);
 

@@ -9,6 +9,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
+import { readFlinkRecords } from '../../src/services/formats/flink/records/read-records.ts';
+import type { FlinkElement } from '../../src/services/formats/flink/records/elements.ts';
 import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/rewrite.ts';
 import { runCli } from '../e2e/harness.ts';
 import { listFlinkFixtures, type FlinkFixture } from '../helpers/flink-expected.ts';
@@ -103,6 +105,187 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
       expect(sub.inputBytes.before - sub.inputBytes.after).toBe(frames[3]!.length);
     });
   }
+
+  it('positions are those flink records reads: elements readFlinkRecords yields, handed to drop, are exactly the ones gone', async () => {
+    const f = byName('2.3.0-watermarks');
+    const read = async (chk: string, subtask: number): Promise<FlinkElement[]> => {
+      const out: FlinkElement[] = [];
+      for await (const e of readFlinkRecords({
+        checkpoint: chk,
+        operator: f.keyedOperator,
+        subtask,
+      })) {
+        out.push(e);
+      }
+      return out;
+    };
+    const sig = (e: FlinkElement): string =>
+      e.side === 'input'
+        ? `${e.gate}/${e.channel}/${e.kind}/${String(e.value ?? '')}/${String(e.timestamp ?? '')}`
+        : 'output';
+    const before = await read(f.checkpoint, 0);
+    const picked = before.filter(
+      (e, i) => e.kind !== 'partial' && (i % 5 === 2 || (e.kind === 'watermark' && i % 2 === 0)),
+    );
+    expect(picked.some((e) => e.kind === 'watermark')).toBe(true);
+    expect(picked.some((e) => e.kind === 'record')).toBe(true);
+    const out = join(await tempRoot(), 'new');
+    const result = await rewriteFlinkCheckpoint({ checkpoint: f.checkpoint, out, drop: picked });
+    expect(result.dropped.length).toBe(picked.length);
+    const gone = new Set(picked);
+    // Per channel, in order (channels may interleave differently in the new file).
+    const perChannel = (es: FlinkElement[]): string[] =>
+      es
+        .map(sig)
+        .sort((a, b) =>
+          a.split('/').slice(0, 2).join('/').localeCompare(b.split('/').slice(0, 2).join('/')),
+        );
+    expect(perChannel(await read(out, 0))).toEqual(perChannel(before.filter((e) => !gone.has(e))));
+  });
+
+  it('output side: an element flink records reads in an output subpartition is dropped there; the partial head it may begin with is refused', async () => {
+    const f = byName('2.3.0-file');
+    const meta = await readFlinkMetadata(f.checkpoint);
+    const op = meta.operators.find((o) =>
+      o.subtasks.some((s) => s.outputSubpartitions.length > 0),
+    )!;
+    const read = async (chk: string): Promise<FlinkElement[]> => {
+      const out: FlinkElement[] = [];
+      for await (const e of readFlinkRecords({
+        checkpoint: chk,
+        operator: op.id,
+        subtask: 0,
+        outputState: true,
+      })) {
+        out.push(e);
+      }
+      return out;
+    };
+    const sig = (e: FlinkElement): string =>
+      e.side === 'output'
+        ? `${e.partition}/${e.subpartition}/${e.kind}/${String(e.value ?? '')}`
+        : 'input';
+    const before = await read(f.checkpoint);
+    const picked = before.filter((e, i) => e.kind === 'record' && i % 7 === 3);
+    expect(picked.length).toBeGreaterThan(2);
+    const parent = await tempRoot();
+    const result = await rewriteFlinkCheckpoint({
+      checkpoint: f.checkpoint,
+      out: join(parent, 'new'),
+      drop: picked,
+    });
+    expect(result.dropped.length).toBe(picked.length);
+    const gone = new Set(picked);
+    const perChannel = (es: FlinkElement[]): string[] =>
+      es
+        .map(sig)
+        .sort((a, b) =>
+          a.split('/').slice(0, 2).join('/').localeCompare(b.split('/').slice(0, 2).join('/')),
+        );
+    expect(perChannel(await read(join(parent, 'new')))).toEqual(
+      perChannel(before.filter((e) => !gone.has(e))),
+    );
+    const head = before.find((e) => e.kind === 'partial');
+    expect(head?.side).toBe('output');
+    if (head?.side === 'output') {
+      const selector = `${op.id}/0/output/${head.partition}/${head.subpartition}/${head.index}`;
+      const r = await runCli([
+        'flink',
+        'rewrite',
+        f.checkpoint,
+        '--out',
+        join(parent, 'other'),
+        '--drop',
+        selector,
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`${selector}: element ${head.index} is a partial record`);
+    }
+  });
+
+  it('a record cut between an input channel and its upstream is dropped on both sides when the upstream is named', async () => {
+    const f = byName('2.3.0-file');
+    const upstream = { 0: 'to-record-a', 1: 'to-record-b' };
+    let cut: FlinkElement | undefined;
+    for (const subtask of [0, 1, 2]) {
+      for await (const e of readFlinkRecords({
+        checkpoint: f.checkpoint,
+        operator: f.keyedOperator,
+        subtask,
+        upstream,
+      })) {
+        if (e.stitched !== undefined && cut === undefined) cut = e;
+      }
+    }
+    expect(cut?.side).toBe('input');
+    if (cut?.side !== 'input') return;
+    const s = cut.stitched!;
+    const selector = `${cut.operator}/${cut.subtask}/input/${cut.gate}/${cut.channel}/${cut.index}`;
+    const parent = await tempRoot();
+    const refused = await runCli([
+      'flink',
+      'rewrite',
+      f.checkpoint,
+      '--out',
+      join(parent, 'a'),
+      '--drop',
+      selector,
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--upstream GATE=OP');
+    const ok = await runCli([
+      'flink',
+      'rewrite',
+      f.checkpoint,
+      '--out',
+      join(parent, 'b'),
+      '--drop',
+      selector,
+      '--upstream',
+      '0=to-record-a',
+      '--upstream',
+      '1=to-record-b',
+    ]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`dropped ${selector}  record  ${4 + cut.bytes} bytes`);
+    const out = join(parent, 'b');
+    const tailBefore = await readChannel(
+      f.checkpoint,
+      cut.operator,
+      cut.subtask,
+      'input',
+      cut.gate,
+      cut.channel,
+    );
+    const tailAfter = await readChannel(
+      out,
+      cut.operator,
+      cut.subtask,
+      'input',
+      cut.gate,
+      cut.channel,
+    );
+    const whole = cutFrames(tailBefore);
+    expect(whole.partial?.length).toBe(4 + cut.bytes - s.bytes);
+    expect(tailAfter.equals(Buffer.concat(whole.frames))).toBe(true);
+    const headBefore = await readChannel(
+      f.checkpoint,
+      s.operator,
+      s.subtask,
+      'output',
+      s.partition,
+      s.subpartition,
+    );
+    const headAfter = await readChannel(
+      out,
+      s.operator,
+      s.subtask,
+      'output',
+      s.partition,
+      s.subpartition,
+    );
+    expect(headAfter.equals(headBefore.subarray(s.bytes))).toBe(true);
+  });
 
   it('a record that spans entries is dropped whole; the entries around it keep the rest', async () => {
     const f = byName('1.20.5-file');

@@ -30,6 +30,8 @@ import {
   listFlinkFixtures,
   type FlinkFixture,
 } from '../helpers/flink-expected.ts';
+import { startFileServer } from '../helpers/http-file-server.ts';
+import { FLINK_FIXTURES_DIR } from '../helpers/flink-expected.ts';
 import { makeTempRoot, removeDir } from '../helpers/temp.ts';
 
 const fixtures = listFlinkFixtures();
@@ -208,4 +210,29 @@ describe('Flink checkpoint writer on the committed fixtures', () => {
       expect(names).toContain('_metadata');
     });
   }
+
+  it('a remote source (http) rewrites to the same channel bytes as the local one; NEWDIR is local and stands alone', async () => {
+    const f = fixtures.find((x) => x.name === '1.20.5-file')!;
+    const server = await startFileServer(FLINK_FIXTURES_DIR);
+    try {
+      const url = `${server.url}/${f.checkpoint.slice(FLINK_FIXTURES_DIR.length + 1)}`;
+      const out = join(await tempRoot(), 'new');
+      const result = await rewriteFlinkCheckpoint({ checkpoint: url, out });
+      expect(result.copiedFiles.length).toBeGreaterThan(0);
+      for (const file of result.copiedFiles) {
+        expect(
+          (await readFile(join(out, file))).equals(await readFile(join(f.checkpoint, file))),
+        ).toBe(true);
+      }
+      for (const s of expectedSubtasks(f.expected)) {
+        const got = await readChannels(out, s.operator, s.subtask, false, f);
+        for (const name of s.inputFiles) {
+          const want = await readFile(join(s.dir, name));
+          if (want.length > 0) expect(got.get(name)?.equals(want), name).toBe(true);
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+  });
 });

@@ -87,6 +87,20 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain(`${selector}: the channel has no element 100000`);
     await expectNothingAt(parent);
+    const json = await runCli([
+      'flink',
+      'rewrite',
+      f.checkpoint,
+      '--out',
+      out,
+      '--drop',
+      selector,
+      '--json',
+    ]);
+    expect(json.code).toBe(2);
+    const answer = JSON.parse(json.stdout) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe('ERR_SPILLWAY_REWRITE_REFUSED');
+    expect(answer.error.message).toContain('has no element 100000');
     const ok = await runCli([
       'flink',
       'rewrite',
@@ -148,7 +162,7 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
     expect(ok.dropped.map((d) => d.position)).toEqual([before]);
   });
 
-  it('malformed selectors, output-side positions, unknown operators and channels are exit 2', async () => {
+  it('malformed selectors, unknown operators, channels and subpartitions are exit 2', async () => {
     const parent = await tempRoot();
     const out = join(parent, 'new');
     const meta = await readFlinkMetadata(f.checkpoint);
@@ -159,7 +173,7 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
       ['x/0/input/0/0', 'too few fields'],
       ['op/0/sideways/0/0/0', 'neither input nor output'],
       ['op/-1/input/0/0/0', 'not a non-negative integer'],
-      [`${withOutput.id}/0/output/0/0/0`, 'dropping from an output subpartition is not supported'],
+      [`${withOutput.id}/0/output/7/7/0`, 'has no state for output partition 7 subpartition 7'],
       ['nosuchoperator/0/input/0/0/0', "unknown operator 'nosuchoperator'"],
       [`${meta.operators[0]!.id}/0/input/9/9/0`, 'has no state for input gate 9 channel 9'],
     ] as const) {
@@ -295,7 +309,7 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
     }
   });
 
-  it('SIGTERM at random moments: exit 143 with nothing at NEWDIR, or exit 0 with all of it; the source unchanged', async () => {
+  it('SIGTERM at random moments: NEWDIR whole (and said so) or nothing, never a staging dir; exit 143 or 0; the source unchanged', async () => {
     const f = byName('1.20.5-file');
     const dir = await tempRoot();
     const chk = await copyFixtureCheckpoint(f, dir);
@@ -331,15 +345,20 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
       child.proc.kill('SIGTERM');
       const { code, signal } = await child.exited;
       outcomes.push(code ?? -1);
-      if (code === 0) {
-        expect(readdirSync(parent)).toEqual(['new']);
+      // Whole or nothing: NEWDIR is there only complete, and only once the command said so
+      // (a signal after the rename still ends the process with 143: the copy stands).
+      const left = readdirSync(parent);
+      if (left.length > 0) {
+        expect(left).toEqual(['new']);
         expect(readdirSync(join(parent, 'new'))).toContain('_metadata');
-      } else {
+        expect(child.stdout).toContain('wrote ');
+      }
+      if (code !== 0) {
         // 143 once the command trapped the signal; before that (Node still starting) the
         // default action ends the process, which has not created anything yet either.
         if (code === null) expect(signal).toBe('SIGTERM');
         else expect(code, child.stderr).toBe(143);
-        await expectNothingAt(parent);
+        if (!child.stdout.includes('wrote ')) expect(left).toEqual([]);
       }
     }
     expect(hashTree(join(dir, 'job'))).toEqual(before);

@@ -8,7 +8,7 @@
  * for the keyed operator `<op>/rescale-<I>-of-<P>/gate-<g>-channel-<c>.bin` + `keygroups.json`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FlinkCheckpointListing } from '../../src/services/formats/flink/list.ts';
@@ -297,4 +297,54 @@ function describeMismatch(want: Buffer, got: Buffer): string {
   let i = 0;
   while (i < n && want[i] === got[i]) i++;
   return `${got.length} bytes, expected ${want.length}; first difference at byte ${i}`;
+}
+
+/**
+ * The old subtasks Flink's restore hands new subtask I of P from the fixtures' 3 old subtasks
+ * of the keyed operator, written out from `SubtaskStateMapper.RANGE`'s own javadoc (old 0 →
+ * [0;43), 1 → [43;87), 2 → [87;128); new 0 of 2 → [0;64], 1 of 2 → [64;128): new 0 recovers
+ * old 0 + 1, new 1 old 1 + 2) — written here, not computed by the code under test.
+ */
+export const FLINK_RANGE_FROM_3: Record<string, readonly number[]> = {
+  '0/2': [0, 1],
+  '1/2': [1, 2],
+  '0/3': [0],
+  '1/3': [1],
+  '2/3': [2],
+};
+
+/**
+ * The oracle's rescale output cut down to what a real Flink restore delivers to new subtask I:
+ * the oracle keeps every old subtask's watermarks; Flink reads only the old subtasks in
+ * `assigned`. Each `.bin` is split into its old subtasks' frames by the oracle's own counts
+ * (keygroups.json: kept records and kept elements per old subtask, ascending) and the frames of
+ * unassigned old subtasks are left out. Writes the files into `into`.
+ */
+export async function restoredRescale(
+  r: ExpectedRescale,
+  assigned: readonly number[],
+  into: string,
+): Promise<void> {
+  const kg = JSON.parse(await readFile(join(r.dir, 'keygroups.json'), 'utf8')) as ExpectedKeyGroups;
+  for (const file of r.files) {
+    const [, gate, channel] = /^gate-(\d+)-channel-(\d+)\.bin$/.exec(file)!.map(Number);
+    const bytes = await readFile(join(r.dir, file));
+    const parts: Buffer[] = [];
+    let at = 0;
+    const segments = kg.channels
+      .filter((c) => c.gate === gate && c.channel === channel)
+      .sort((a, b) => a.oldSubtask - b.oldSubtask);
+    for (const c of segments) {
+      const frames =
+        c.kept.length +
+        Object.entries(c.otherElements)
+          .filter(([k]) => k.endsWith(':kept'))
+          .reduce((n, [, v]) => n + v, 0);
+      const start = at;
+      for (let k = 0; k < frames; k++) at += 4 + bytes.readInt32BE(at);
+      if (assigned.includes(c.oldSubtask)) parts.push(bytes.subarray(start, at));
+    }
+    if (at !== bytes.length) throw new Error(`${r.dir}/${file}: frames do not add up`);
+    await writeFile(join(into, file), Buffer.concat(parts));
+  }
 }

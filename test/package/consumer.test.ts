@@ -6,42 +6,19 @@
  * of the README compiled the same way (the library example also run as written), the installed
  * `spillway` bin — and the tarball checked by publint and @arethetypeswrong/cli.
  */
-import { execFile, type ExecFileOptions } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { npm, packBuilt, run, type Run } from '../helpers/package.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8')) as {
   version: string;
   devDependencies: Record<string, string>;
 };
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(file: string, args: string[], options: ExecFileOptions = {}): Promise<Run> {
-  return new Promise((done) => {
-    execFile(file, args, { maxBuffer: 64 * 1024 * 1024, ...options }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      done({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
-  });
-}
-
-async function npm(args: string[], cwd: string): Promise<Run> {
-  const result = await run('npm', args, { cwd, env: { ...process.env, npm_config_fund: 'false' } });
-  if (result.code !== 0) {
-    throw new Error(`npm ${args.join(' ')} failed (${result.code}):\n${result.stderr}`);
-  }
-  return result;
-}
 
 /** The version of a dev dependency actually installed in the repo (so the npm cache has it). */
 async function installed(name: string): Promise<string> {
@@ -110,16 +87,7 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'spillway-consumer-'));
   app = join(work, 'app');
   await mkdir(app);
-  // `npm test` built dist/ just before (as prepack would); packing without scripts keeps the
-  // build from being redone under the other suites, which run the same bin meanwhile.
-  const built = await readFile(join(repo, 'dist', 'src', 'index.js'), 'utf8').catch(() => '');
-  if (built === '') throw new Error('dist/ is missing: run `npm run build` (npm test does)');
-  const packed = await npm(
-    ['pack', '--ignore-scripts', '--json', '--pack-destination', work],
-    repo,
-  );
-  const [info] = JSON.parse(packed.stdout) as { filename: string }[];
-  tarball = join(work, info!.filename);
+  tarball = await packBuilt(work);
   await writeFile(
     join(app, 'package.json'),
     JSON.stringify({ name: 'consumer-app', private: true, type: 'module' }, null, 2),

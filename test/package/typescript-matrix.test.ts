@@ -7,39 +7,15 @@
  * A CommonJS consumer loads the ESM package with `await import()`, which every version types;
  * a static `import`/`require()` of it needs TypeScript ≥ 5.8 (README § Install).
  */
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { npm, packBuilt, run } from '../helpers/package.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const VERSIONS = ['5.0.4', '5.9.3', '7.0.2'] as const;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], cwd: string): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      cmd,
-      args,
-      { cwd, env: { ...process.env, npm_config_fund: 'false' }, maxBuffer: 1 << 24 },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-async function npm(args: string[], cwd: string): Promise<Run> {
-  const result = await run('npm', args, cwd);
-  if (result.code !== 0) throw new Error(`npm ${args.join(' ')} failed:\n${result.stderr}`);
-  return result;
-}
 
 const ESM_SOURCE = `import { recoverChannelState, isSpillwayError, type RecoveryReport } from 'spillway';
 
@@ -111,18 +87,12 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'spillway-tsmatrix-'));
   app = join(work, 'app');
   appOldTs = join(work, 'app-old-ts');
-  const built = await readFile(join(repo, 'dist', 'src', 'index.js'), 'utf8').catch(() => '');
-  if (built === '') throw new Error('dist/ is missing: run `npm run build` (npm test does)');
-  const packed = await npm(
-    ['pack', '--ignore-scripts', '--json', '--pack-destination', work],
-    repo,
-  );
-  const [info] = JSON.parse(packed.stdout) as { filename: string }[];
+
   // A fresh app installs the tarball and nothing else: the Node types the declarations use come
   // with it (a peer dependency npm installs), as the README says (issue 32). The newest
   // @types/node supports TypeScript ≥ 5.6 (DefinitelyTyped's two-year window), so the TypeScript
   // 5.0 app pins the @types/node of Node 20, as the README tells such users to.
-  const tarball = join(work, info!.filename);
+  const tarball = await packBuilt(work);
   const types = (
     JSON.parse(
       await readFile(join(repo, 'node_modules', '@types/node', 'package.json'), 'utf8'),
@@ -160,7 +130,7 @@ describe('the declarations compile for a strict nodenext consumer', () => {
             OLD_TS.has(v) ? appOldTs : app,
             `${kind}-${withTypes ? 'types' : 'notypes'}`,
           );
-          const result = await run(process.execPath, [tsc, '-p', dir], dir);
+          const result = await run(process.execPath, [tsc, '-p', dir], { cwd: dir });
           expect(result.stdout + result.stderr).toBe('');
           expect(result.code).toBe(0);
         }, 120_000);

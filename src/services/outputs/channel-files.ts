@@ -15,7 +15,7 @@ import { dirPrefix } from './dir-prefix.ts';
 import { channelFileName } from './file-names.ts';
 import { channelId, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
 import { ErrorCollector, toError } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
+import { fsSeam, type FileSystem } from '../fs.ts';
 
 const inputFileName = (info: ChannelInfo): string => channelFileName('input', info);
 
@@ -115,6 +115,8 @@ export class ChannelFileSink {
     readonly dir: string,
     limits: ChannelFileLimits = {},
     private readonly fileName: (info: ChannelInfo) => string = inputFileName,
+    /** The file seam the files are written through (a test's or the demo's may fault it). */
+    private readonly fs: FileSystem = fsSeam,
   ) {
     this.prefix = dirPrefix(dir);
     this.maxStagedBytes = limits.maxStagedBytes ?? 16 * 1024 * 1024;
@@ -224,7 +226,7 @@ export class ChannelFileSink {
     }
     const path = this.prefix + this.fileName(work.info);
     try {
-      fsSeam.writeNewFileSync(path, CREATE, 0o666, work.chunks);
+      this.fs.writeNewFileSync(path, CREATE, 0o666, work.chunks);
     } catch (error) {
       this.failure ??= toError(error);
       throw this.failure;
@@ -302,13 +304,13 @@ export class ChannelFileSink {
     const path = this.prefix + this.fileName(info);
     if (chunks.length > 0 || !this.created.has(id)) {
       const fd = await this.fdOf(id, path);
-      if (chunks.length > 0) await fsSeam.writeFd(fd, path, chunks);
+      if (chunks.length > 0) await this.fs.writeFd(fd, path, chunks);
     }
     if (finish) {
       const fd = this.open.get(id);
       this.open.delete(id);
       this.created.delete(id);
-      if (fd !== undefined) await fsSeam.closeFd(fd, path);
+      if (fd !== undefined) await this.fs.closeFd(fd, path);
     }
   }
 
@@ -338,11 +340,11 @@ export class ChannelFileSink {
       for (const [oldId, fd] of this.open) {
         if (this.work.get(oldId)?.running === true) continue;
         this.open.delete(oldId);
-        await fsSeam.closeFd(fd, path);
+        await this.fs.closeFd(fd, path);
         break;
       }
     }
-    const fd = await fsSeam.openFd(path, this.created.has(id) ? APPEND : CREATE, 0o666);
+    const fd = await this.fs.openFd(path, this.created.has(id) ? APPEND : CREATE, 0o666);
     this.created.add(id);
     this.open.set(id, fd);
     return fd;
@@ -386,7 +388,7 @@ export class ChannelFileSink {
     const errors = new ErrorCollector();
     if (this.failure !== undefined) errors.add(this.failure);
     for (const [id, fd] of this.open) {
-      await fsSeam.closeFd(fd, `${this.dir}/#${id}`).catch((e) => errors.add(e));
+      await this.fs.closeFd(fd, `${this.dir}/#${id}`).catch((e) => errors.add(e));
     }
     this.open.clear();
     errors.throwIfAny();

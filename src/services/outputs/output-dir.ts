@@ -25,7 +25,8 @@ import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
 import { dirPrefix } from './dir-prefix.ts';
 import { CHANNEL_FILE_RE, channelFileName } from './file-names.ts';
-import { missingDirs, removeDirs, stagedFiles, treeDirs } from './publish-tree.ts';
+import { missingDirs, removeDirs, treeDirs } from './publish-tree.ts';
+import { acquirePublishLock, settlePublishLock } from './publish-lock.ts';
 import type { ChannelInfo } from '../channel.ts';
 import {
   AbortedError,
@@ -34,31 +35,27 @@ import {
   OutputDirError,
   OutputExistsError,
 } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
+import { fsSeam, type FileSystem } from '../fs.ts';
 import { bootPrefix, currentOwner, ownIdentity } from '../spill-root/identity.ts';
-import { judge, type Verdict } from '../spill-root/liveness.ts';
-import { readMarker } from '../spill-root/sweep.ts';
+import { settleIfDead } from './staging-leftovers.ts';
+import {
+  COMMITTED,
+  forEachInTurns,
+  forEachLimited,
+  journalText,
+  MARKER,
+  PUBLISH_IN_FLIGHT,
+  PUBLISHING,
+  REPLACED,
+  syncDir,
+  writeSynced,
+} from './publish-journal.ts';
 import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 
 /** `.spillway-staging-<bootId8>-<pid>-<startTicks>-<rand8>`: whose staging dir it is. */
 const STAGING_RE = /^\.spillway-staging-([0-9a-z]{1,8})-(\d{1,10})-(\d{1,20})-[0-9a-f]{8}$/;
-/** Undo and roll-back moves in flight at once: several, so the thread pool is never idle. */
-const PUBLISH_IN_FLIGHT = 8;
-/**
- * Files moved synchronously per turn of the event loop: a link
- * through the thread pool cost more than the link itself (262,144 one-byte channels), and
- * between turns a signal still gets in and aborts the publish before its commit point.
- */
-const SYNC_MOVES_PER_TURN = 256;
 const PUBLISHED = 1;
 const MOVED_ASIDE = 2;
-/** Where a replaced file waits inside the staging dir until the publish is complete. */
-const REPLACED = '.replaced-';
-/** The journal before the commit point: moves may be in DIR, to be undone after a crash. */
-const PUBLISHING = 'publishing';
-/** The journal after it: every new file is in place, the run is complete. */
-const COMMITTED = 'committed';
-const MARKER = 'owner.json';
 
 /** How an output dir treats what it finds. */
 export interface OutputDirOptions {
@@ -68,6 +65,8 @@ export interface OutputDirOptions {
   log?: (line: string) => void;
   /** What the user must hear: an interrupted publish restored or completed, one line each. */
   notice?: (line: string) => void;
+  /** The file seam every operation goes through (a test's or the demo's may fault it). */
+  fs?: FileSystem;
 }
 
 /** What {@link OutputDir.publish} may be told while it runs. */
@@ -75,8 +74,6 @@ export interface PublishOptions {
   /** Aborted before the commit point: every move is undone and the publish rejects. */
   signal?: AbortSignal;
 }
-
-const myUid = typeof process.getuid === 'function' ? process.getuid() : undefined;
 
 /**
  * One recovery's hold on an output dir.
@@ -114,6 +111,8 @@ export class OutputDir {
     private readonly log: (line: string) => void,
     /** The missing parents of the output dir this recovery created, deepest first. */
     private readonly parents: readonly string[],
+    /** The file seam this output dir's operations go through. */
+    readonly fs: FileSystem,
   ) {}
 
   /**
@@ -129,19 +128,21 @@ export class OutputDir {
    *   the file system itself (EROFS, ENOSPC, EACCES) as they are.
    */
   static async open(dir: string, options: OutputDirOptions = {}): Promise<OutputDir> {
+    const fs = options.fs ?? fsSeam;
     const parents: string[] = [];
-    const createdDir = await ensureDir(dir, parents);
+    const createdDir = await ensureDir(fs, dir, parents);
     const log = options.log ?? (() => undefined);
     const notice = options.notice ?? log;
     try {
-      for (const name of await fsSeam.readdir(dir)) {
+      for (const name of await fs.readdir(dir)) {
         const match = STAGING_RE.exec(name);
-        if (match !== null) await settleIfDead(dir, name, match, log, notice);
+        if (match !== null) await settleIfDead(fs, dir, name, match, log, notice);
       }
-      const names = await fsSeam.readdir(dir);
+      await settlePublishLock(dir, fs);
+      const names = await fs.readdir(dir);
       const existing = names.filter((n) => CHANNEL_FILE_RE.test(n)).sort();
       for (const name of existing) {
-        const st = await fsSeam.lstat(join(dir, name)).catch(() => undefined);
+        const st = await fs.lstat(join(dir, name)).catch(() => undefined);
         if (st !== undefined && !st.isFile() && !st.isSymbolicLink()) {
           throw new OutputDirError(
             dir,
@@ -160,13 +161,13 @@ export class OutputDir {
       removeAtExit(stagingDir);
       if (createdDir) removeAtExit(dir, { ifEmpty: true });
       for (const parent of parents) removeAtExit(parent, { ifEmpty: true });
-      await fsSeam.mkdir(stagingDir, { mode: 0o700 });
-      await fsSeam.writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()));
+      await fs.mkdir(stagingDir, { mode: 0o700 });
+      await fs.writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()));
       const overwrite = options.overwrite === true;
-      return new OutputDir(dir, stagingDir, createdDir, overwrite, existing, log, parents);
+      return new OutputDir(dir, stagingDir, createdDir, overwrite, existing, log, parents, fs);
     } catch (error) {
       if (createdDir) {
-        await removeCreated(dir, parents).catch((e) => addSuppressed(error as Error, e));
+        await removeCreated(fs, dir, parents).catch((e) => addSuppressed(error as Error, e));
       }
       throw error;
     }
@@ -196,15 +197,6 @@ export class OutputDir {
       const c = channels[k]!;
       return typeof c === 'string' ? c : channelFileName('input', c);
     };
-    const names = (k: number) => {
-      const name = nameOf(k);
-      return {
-        name,
-        staged: inStaging + name,
-        target: inDir + name,
-        aside: inStaging + REPLACED + name,
-      };
-    };
     const checkpoint = () => {
       if (signal?.aborted === true) {
         throw new AbortedError(`publishing into ${this.dir} cancelled`, { cause: signal.reason });
@@ -225,15 +217,15 @@ export class OutputDir {
       const target = inDir + name;
       checkpoint();
       if (this.overwrite) {
-        const st = fsSeam.lstatSync(target);
+        const st = this.fs.lstatSync(target);
         if (st !== undefined) {
           refuseUnlessFile(name, st);
-          fsSeam.renameSync(target, inStaging + REPLACED + name);
+          this.fs.renameSync(target, inStaging + REPLACED + name);
           done[k]! |= MOVED_ASIDE;
         }
       }
       try {
-        fsSeam.linkSync(inStaging + name, target);
+        this.fs.linkSync(inStaging + name, target);
       } catch (error) {
         throw linkError(name, error);
       }
@@ -242,39 +234,43 @@ export class OutputDir {
     // A tree (nested names): the dirs it needs in DIR, and which of them this run creates —
     // in the journal, so an undo now or after a crash removes exactly those.
     const tree = treeDirs(channels.flatMap((c) => (typeof c === 'string' ? [c] : [])));
-    const created = tree.length === 0 ? [] : await missingDirs(this.dir, tree);
+    const created = tree.length === 0 ? [] : await missingDirs(this.fs, this.dir, tree);
     if (tree.length > 0 && this.overwrite) {
       throw new OutputDirError(this.dir, 'a tree of subtask dirs is never published over files');
     }
+    // One publish at a time in DIR: another run's moves never interleave with these.
+    let release: () => Promise<void>;
+    try {
+      release = await acquirePublishLock(this.dir, this.stagingDir, signal, this.fs);
+    } catch (error) {
+      await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
+      throw error;
+    }
     // Written and synced before the first move: from here a crash is rolled back by the next
     // run, so the exit hook must not remove the staging dir (it would take the originals).
-    await writeSynced(join(this.stagingDir, PUBLISHING), journalText(this.overwrite, created));
+    await writeSynced(
+      this.fs,
+      join(this.stagingDir, PUBLISHING),
+      journalText(this.overwrite, created),
+    );
     releaseAtExit(this.stagingDir);
     let made = 0;
     try {
       for (const rel of created) {
-        await fsSeam.mkdir(inDir + rel, { mode: 0o777 });
+        await this.fs.mkdir(inDir + rel, { mode: 0o777 });
         made++;
       }
       await forEachInTurns(channels.length, publishOne);
       checkpoint();
-      for (const rel of tree) await syncDir(inDir + rel);
-      await syncDir(this.dir);
+      for (const rel of tree) await syncDir(this.fs, inDir + rel);
+      await syncDir(this.fs, this.dir);
       // The commit point.
-      await fsSeam.rename(join(this.stagingDir, PUBLISHING), join(this.stagingDir, COMMITTED));
+      await this.fs.rename(join(this.stagingDir, PUBLISHING), join(this.stagingDir, COMMITTED));
       this.committed = true;
     } catch (error) {
-      await forEachLimited(channels.length, PUBLISH_IN_FLIGHT, async (k) => {
-        if (done[k] === 0) return;
-        const { target, aside } = names(k);
-        try {
-          if ((done[k]! & PUBLISHED) !== 0) await fsSeam.unlink(target);
-          if ((done[k]! & MOVED_ASIDE) !== 0) await fsSeam.rename(aside, target);
-        } catch (e) {
-          addSuppressed(error as Error, e);
-        }
-      });
-      await removeDirs(this.dir, created.slice(0, made)).catch((e) =>
+      await this.undoMoves(done, nameOf, error as Error);
+      await release().catch((e) => addSuppressed(error as Error, e));
+      await removeDirs(this.fs, this.dir, created.slice(0, made)).catch((e) =>
         addSuppressed(error as Error, e),
       );
       await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
@@ -282,19 +278,51 @@ export class OutputDir {
     }
     // Past the commit point nothing fails the run: what cannot be removed now is the next
     // run's to complete (its journal says committed).
-    await syncDir(this.stagingDir).catch(() => undefined);
+    await release().catch(() => undefined);
+    await syncDir(this.fs, this.stagingDir).catch(() => undefined);
     // The staged links (and replaced originals) go in turns too; whatever fails here is left
     // to the general delete below, which reports it.
     await forEachInTurns(channels.length, (k) => {
       const name = nameOf(k);
-      fsSeam.unlinkSync(inStaging + name);
-      if ((done[k]! & MOVED_ASIDE) !== 0) fsSeam.unlinkSync(inStaging + REPLACED + name);
+      this.fs.unlinkSync(inStaging + name);
+      if ((done[k]! & MOVED_ASIDE) !== 0) this.fs.unlinkSync(inStaging + REPLACED + name);
     }).catch(() => undefined);
     await this.removeStaging().catch((e: unknown) =>
       this.log(
         `spillway recover: could not remove ${this.stagingDir} (${String(errnoOf(e) ?? e)}); the next run into ${this.dir} completes it`,
       ),
     );
+  }
+
+  /**
+   * Takes back every move `done` records (an ending before the commit point): a link this run
+   * made is unlinked, an original moved aside goes back under its name. What fails is added to
+   * `error`'s `.suppressed`.
+   */
+  private async undoMoves(
+    done: Uint8Array,
+    nameOf: (k: number) => string,
+    error: Error,
+  ): Promise<void> {
+    const inStaging = dirPrefix(this.stagingDir);
+    const inDir = dirPrefix(this.dir);
+    await forEachLimited(done.length, PUBLISH_IN_FLIGHT, async (k) => {
+      if (done[k] === 0) return;
+      const name = nameOf(k);
+      const target = inDir + name;
+      try {
+        // Only the very file this run linked there (same inode), never anyone else's.
+        if ((done[k]! & PUBLISHED) !== 0 && (await sameFile(this.fs, inStaging + name, target))) {
+          await this.fs.unlink(target);
+        }
+        // Back under its name only if the name is free: a rename would replace what is there.
+        if ((done[k]! & MOVED_ASIDE) !== 0 && this.fs.lstatSync(target) === undefined) {
+          await this.fs.rename(inStaging + REPLACED + name, target);
+        }
+      } catch (e) {
+        addSuppressed(error, e);
+      }
+    });
   }
 
   /**
@@ -313,24 +341,21 @@ export class OutputDir {
   }
 
   private async removeStaging(): Promise<void> {
-    await fsSeam.rm(this.stagingDir);
+    await this.fs.rm(this.stagingDir);
     releaseAtExit(this.stagingDir);
     releaseAtExit(this.dir);
     for (const parent of this.parents) releaseAtExit(parent);
-    if (this.createdDir) await removeCreated(this.dir, this.parents);
+    if (this.createdDir) await removeCreated(this.fs, this.dir, this.parents);
   }
 }
 
-function journalText(overwrite: boolean, dirs: readonly string[]): string {
-  return (
-    JSON.stringify({
-      overwrite,
-      // The dirs this publish creates in DIR (a tree's), removed again by an undo while empty.
-      dirs,
-      moves: ['<name> -> DIR/<name> (hard link)', '.replaced-<name> <- DIR/<name> (rename)'],
-      undo: 'unlink DIR/<name> if it is <name> (same inode); rename .replaced-<name> back',
-    }) + '\n'
-  );
+/** Whether two paths name the same file (dev and inode), neither followed if a link. */
+async function sameFile(fs: FileSystem, a: string, b: string): Promise<boolean> {
+  const [x, y] = await Promise.all([
+    fs.lstat(a).catch(() => undefined),
+    fs.lstat(b).catch(() => undefined),
+  ]);
+  return x !== undefined && y !== undefined && x.dev === y.dev && x.ino === y.ino;
 }
 
 function kindOf(st: Stats): string {
@@ -341,37 +366,15 @@ function kindOf(st: Stats): string {
   return 'not a regular file';
 }
 
-/** Writes `path` exclusively and fsyncs it and its dir: the journal survives a crash. */
-async function writeSynced(path: string, text: string): Promise<void> {
-  const file = await fsSeam.open(path, 'wx', 0o600);
-  try {
-    await file.write(Buffer.from(text));
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await syncDir(join(path, '..'));
-}
-
-/** fsync of a directory: its entries (renames, links) survive a crash. */
-async function syncDir(dir: string): Promise<void> {
-  const handle = await fsSeam.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 /**
  * Creates `dir` if it is missing (true: this call made it; the missing parents it made too are
  * pushed to `parents`, deepest first); checks that it is a directory.
  */
-async function ensureDir(dir: string, parents: string[]): Promise<boolean> {
+async function ensureDir(fs: FileSystem, dir: string, parents: string[]): Promise<boolean> {
   let st: Stats;
   try {
     // stat, not lstat: the output dir is the caller's own path, a link to a dir is theirs to use.
-    st = await fsSeam.stat(dir);
+    st = await fs.stat(dir);
   } catch (error) {
     const errno = errnoOf(error);
     if (errno === 'ELOOP') throw new OutputDirError(dir, 'is a symlink loop', { cause: error });
@@ -382,25 +385,25 @@ async function ensureDir(dir: string, parents: string[]): Promise<boolean> {
       throw new OutputDirError(dir, 'a part of the path is not a directory', { cause: error });
     }
     if (errno !== 'ENOENT') throw error;
-    const dangling = await fsSeam.lstat(dir).then(
+    const dangling = await fs.lstat(dir).then(
       (l) => l.isSymbolicLink(),
       () => false,
     );
     if (dangling) throw new OutputDirError(dir, 'is a dangling symlink', { cause: error });
     // 0o777 & umask, like mkdir(1): the output is the user's, not a private spill dir. Not
     // recursive first: a recursive mkdir on a read-only file system reports ENOENT, not EROFS.
-    await fsSeam.mkdir(dir, { mode: 0o777 }).catch(async (e: unknown) => {
+    await fs.mkdir(dir, { mode: 0o777 }).catch(async (e: unknown) => {
       if (errnoOf(e) !== 'ENOENT') throw e;
       // The parents this run makes are its own: a failed run removes them again (if empty).
       for (let p = dirname(dir); p !== dirname(p); p = dirname(p)) {
-        const missing = await fsSeam.lstat(p).then(
+        const missing = await fs.lstat(p).then(
           () => false,
           (error: unknown) => errnoOf(error) === 'ENOENT',
         );
         if (!missing) break;
         parents.push(p);
       }
-      await fsSeam.mkdir(dir, { recursive: true, mode: 0o777 });
+      await fs.mkdir(dir, { recursive: true, mode: 0o777 });
     });
     return true;
   }
@@ -408,160 +411,19 @@ async function ensureDir(dir: string, parents: string[]): Promise<boolean> {
   return false;
 }
 
-/**
- * Judges a staging dir of another run by the sweep's rules, from its `owner.json` (boot id, pid
- * namespace, start time), never from its name alone: only another boot is proof enough without
- * a marker. A dead one is rolled back (journal `publishing`) or completed (`committed`), then
- * removed; live, foreign and undecidable ones are kept.
- */
-async function settleIfDead(
-  dir: string,
-  name: string,
-  match: RegExpExecArray,
-  log: (line: string) => void,
-  notice: (line: string) => void,
-): Promise<void> {
-  const path = join(dir, name);
-  const st = await fsSeam.lstat(path).catch(() => undefined);
-  if (st === undefined) return;
-  if (!st.isDirectory() || (myUid !== undefined && st.uid !== myUid)) {
-    log(`spillway recover: left ${path} alone: not a staging dir of ours`);
-    return;
-  }
-  const marker = await readMarker(path);
-  let verdict: Verdict;
-  if (typeof marker !== 'string') verdict = judge(marker, false);
-  else {
-    const byName = judge(
-      { bootId: match[1]!, pid: Number(match[2]), startTicks: Number(match[3]) },
-      true,
-    );
-    verdict =
-      !byName.alive && byName.reason.startsWith('boot id')
-        ? byName
-        : { alive: true, reason: `${marker}; only another boot proves it dead` };
-  }
-  if (verdict.alive) {
-    log(`spillway recover: kept ${path}: ${verdict.reason}`);
-    return;
-  }
-  const entries = await fsSeam.readdir(path);
-  if (entries.includes(COMMITTED)) {
-    notice(
-      `spillway recover: completed the publish of a run that ended past its commit point (${verdict.reason})`,
-    );
-  } else if (entries.includes(PUBLISHING)) {
-    const kept = await rollBack(dir, path, entries);
-    if (kept > 0) {
-      notice(
-        `spillway recover: ${path}: ${kept} replaced file(s) could not go back (their names are taken); kept there`,
-      );
-      return;
-    }
-    notice(
-      `spillway recover: restored ${dir} as it was before an interrupted publish (${verdict.reason})`,
-    );
-  }
-  await fsSeam.rm(path);
-  log(`spillway recover: removed ${path}, left by a dead recovery: ${verdict.reason}`);
-}
-
-/**
- * Undoes the moves of a publish that never reached its commit point; returns how many replaced
- * files could not go back (then the staging dir is kept: it holds them).
- */
-async function rollBack(dir: string, staging: string, entries: string[]): Promise<number> {
-  const staged = await stagedFiles(staging, entries);
-  await forEachLimited(staged.length, PUBLISH_IN_FLIGHT, async (k) => {
-    const name = staged[k]!;
-    const [ours, there] = await Promise.all([
-      fsSeam.lstat(join(staging, name)),
-      fsSeam.lstat(join(dir, name)).catch(() => undefined),
-    ]);
-    // Only the very file this run linked there (same inode), never anyone else's.
-    if (there !== undefined && there.ino === ours.ino && there.dev === ours.dev) {
-      await fsSeam.unlink(join(dir, name));
-    }
-  });
-  const asides = entries.filter((n) => n.startsWith(REPLACED));
-  let kept = 0;
-  await forEachLimited(asides.length, PUBLISH_IN_FLIGHT, async (k) => {
-    const name = asides[k]!.slice(REPLACED.length);
-    const taken = await fsSeam.lstat(join(dir, name)).then(
-      () => true,
-      () => false,
-    );
-    if (taken) kept++;
-    else await fsSeam.rename(join(staging, asides[k]!), join(dir, name));
-  });
-  await removeDirs(dir, await journalDirs(join(staging, PUBLISHING)));
-  await syncDir(dir);
-  return kept;
-}
-
-/** The dirs a publish's journal says it creates in DIR (none in a journal of a flat publish). */
-async function journalDirs(journal: string): Promise<string[]> {
-  try {
-    const { dirs } = JSON.parse((await fsSeam.readFile(journal)).toString()) as { dirs?: unknown };
-    // Only paths inside DIR: a journal is never a way to name a dir elsewhere.
-    const inside = (d: unknown): d is string =>
-      typeof d === 'string' &&
-      d !== '' &&
-      d.split('/').every((p) => p !== '' && p !== '.' && p !== '..');
-    return Array.isArray(dirs) ? dirs.filter(inside) : [];
-  } catch {
-    return [];
-  }
-}
-
 /** Removes the output dir this run made and then the parents it made, each only if empty. */
-async function removeCreated(dir: string, parents: readonly string[]): Promise<void> {
-  if (!(await removeIfEmpty(dir))) return;
-  for (const parent of parents) if (!(await removeIfEmpty(parent))) return;
+async function removeCreated(
+  fs: FileSystem,
+  dir: string,
+  parents: readonly string[],
+): Promise<void> {
+  if (!(await removeIfEmpty(fs, dir))) return;
+  for (const parent of parents) if (!(await removeIfEmpty(fs, parent))) return;
 }
 
 /** Removes `dir` only if nothing is in it: never a tree someone else wrote into meanwhile. */
-async function removeIfEmpty(dir: string): Promise<boolean> {
-  if ((await fsSeam.readdir(dir)).length !== 0) return false;
-  await fsSeam.rm(dir);
+async function removeIfEmpty(fs: FileSystem, dir: string): Promise<boolean> {
+  if ((await fs.readdir(dir)).length !== 0) return false;
+  await fs.rm(dir);
   return true;
-}
-
-/**
- * Runs the synchronous `fn` over the indices `0 … count-1`, yielding to the event loop every
- * {@link SYNC_MOVES_PER_TURN} (a signal's handler runs then); stops at the first throw.
- */
-async function forEachInTurns(count: number, fn: (index: number) => void): Promise<void> {
-  for (let k = 0; k < count; k++) {
-    if (k > 0 && k % SYNC_MOVES_PER_TURN === 0) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    fn(k);
-  }
-}
-
-/**
- * Runs `fn` over the indices `0 … count-1`, at most `limit` at once. On the first failure it starts nothing more,
- * waits for what is running, and rejects with that failure (later ones suppressed).
- */
-async function forEachLimited(
-  count: number,
-  limit: number,
-  fn: (index: number) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  let failure: Error | undefined;
-  const worker = async (): Promise<void> => {
-    while (failure === undefined && next < count) {
-      const index = next++;
-      try {
-        await fn(index);
-      } catch (error) {
-        if (failure === undefined) failure = error as Error;
-        else addSuppressed(failure, error);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
-  if (failure !== undefined) throw failure;
 }

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { errnoOf, OutputDirError } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
+import type { FileSystem } from '../fs.ts';
 import { CHANNEL_FILE_RE } from './file-names.ts';
 
 /**
@@ -39,10 +39,14 @@ function depth(rel: string): number {
  * Of `dirs` (parents first), those missing in `dir`: the ones a publish creates. One that is
  * there must be a directory, never a link (nothing is written through a link found in DIR).
  */
-export async function missingDirs(dir: string, dirs: readonly string[]): Promise<string[]> {
+export async function missingDirs(
+  fs: FileSystem,
+  dir: string,
+  dirs: readonly string[],
+): Promise<string[]> {
   const missing: string[] = [];
   for (const rel of dirs) {
-    const st = await fsSeam.lstat(join(dir, rel)).catch((error: unknown) => {
+    const st = await fs.lstat(join(dir, rel)).catch((error: unknown) => {
       if (errnoOf(error) === 'ENOENT') return undefined;
       throw error;
     });
@@ -61,15 +65,19 @@ export async function missingDirs(dir: string, dirs: readonly string[]): Promise
  * Removes the directories of `dirs` this run created, deepest first, each only while empty:
  * never a file someone else put there meanwhile. Returns the first failure, if any.
  */
-export async function removeDirs(dir: string, dirs: readonly string[]): Promise<void> {
+export async function removeDirs(
+  fs: FileSystem,
+  dir: string,
+  dirs: readonly string[],
+): Promise<void> {
   for (const rel of [...dirs].reverse()) {
     const path = join(dir, rel);
-    const names = await fsSeam.readdir(path).catch((error: unknown) => {
+    const names = await fs.readdir(path).catch((error: unknown) => {
       if (errnoOf(error) === 'ENOENT') return undefined;
       throw error;
     });
     if (names === undefined || names.length > 0) continue;
-    await fsSeam.rm(path);
+    await fs.rm(path);
   }
 }
 
@@ -78,15 +86,19 @@ export async function removeDirs(dir: string, dirs: readonly string[]): Promise<
  * relative to it (a tree's at any depth); the dot-entries (journal, replaced originals) and
  * the owner marker are not staged files.
  */
-export async function stagedFiles(staging: string, entries: readonly string[]): Promise<string[]> {
+export async function stagedFiles(
+  fs: FileSystem,
+  staging: string,
+  entries: readonly string[],
+): Promise<string[]> {
   const found: string[] = [];
   const walk = async (rel: string, names: readonly string[]): Promise<void> => {
     for (const name of names) {
       const path = rel === '' ? name : `${rel}/${name}`;
       if (CHANNEL_FILE_RE.test(name)) found.push(path);
       else if (!name.startsWith('.')) {
-        const st = await fsSeam.lstat(join(staging, path)).catch(() => undefined);
-        if (st?.isDirectory() === true) await walk(path, await fsSeam.readdir(join(staging, path)));
+        const st = await fs.lstat(join(staging, path)).catch(() => undefined);
+        if (st?.isDirectory() === true) await walk(path, await fs.readdir(join(staging, path)));
       }
     }
   };

@@ -27,7 +27,7 @@ import {
   type PlannedFlinkSelection,
 } from '../formats/flink/entry-source.ts';
 import type { FlinkCheckpointMetadata } from '../formats/flink/metadata-types.ts';
-import type { RecordReport } from '../rescale/filtering-spill.ts';
+import type { RecordReport } from '../spill/filtering-spill.ts';
 import { ChannelFileSink } from './channel-files.ts';
 import {
   CHANNEL_FILE_RE,
@@ -94,6 +94,12 @@ export interface DirectoryOptions {
   log?: ((line: string) => void) | undefined;
   /** What a person must hear (an interrupted publish restored or completed), one line each. */
   notice?: ((line: string) => void) | undefined;
+  /**
+   * Called before anything is created when the Flink subtask asked for has no input channel
+   * but `subpartitions` of output state, and `flink.outputState` is off: the run would write
+   * nothing. It may throw (the CLI hints `--output-state`); returning goes on.
+   */
+  onOnlyOutputState?: ((subpartitions: number) => void) | undefined;
   /** Called before each recovery starts (a progress bar's next stage). */
   onStart?: ((request: SideRequest) => void) | undefined;
 }
@@ -277,6 +283,10 @@ async function preflight(options: DirectoryOptions): Promise<PlannedUnit[]> {
   const sides: PlannedUnit['sides'][number][] = [
     { side: 'input', flink: { ...flink, outputState: false, plan: input } },
   ];
+  if (flink.outputState !== true && !rescaling && input.channels === 0) {
+    const output = await plan(true);
+    if (output.channels > 0) options.onOnlyOutputState?.(output.channels);
+  }
   if (flink.outputState === true) {
     sides.push({ side: 'output', flink: { ...flink, outputState: true, plan: await plan(true) } });
   }
@@ -391,6 +401,10 @@ function sumReports(reports: readonly (SideReport | undefined)[]): SideReport {
       into.read += r.records.read;
       into.kept += r.records.kept;
       into.dropped += r.records.dropped;
+      for (const k of ['watermarks', 'elementsDropped', 'cut'] as const) {
+        const n = r.records[k];
+        if (n !== undefined) into[k] = (into[k] ?? 0) + n;
+      }
     }
   }
   return total;

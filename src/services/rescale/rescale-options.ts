@@ -5,7 +5,6 @@
 import { describeValue, invalidOption } from '../option-error.ts';
 import { MisuseError } from '../errors.ts';
 import { MAX_ENTRY_LENGTH } from '../formats/spwc/format.ts';
-import { DEFAULT_MAX_SEGMENT_BYTES, type SpillLimits } from '../spill/limits.ts';
 import {
   DEFAULT_KEY_BYTES,
   UPPER_BOUND_MAX_PARALLELISM,
@@ -161,25 +160,6 @@ export function recordRules(option: RescaleOption, file: string): RecordRules {
     keyBytes,
     keepKeyHash: (keyHash) => operatorForKeyHash(keyHash, parallelism, maxParallelism) === subtask,
   };
-}
-
-/**
- * The limits of a rescaled recovery: unless the caller chose `bufferBytes`, a buffer holds a
- * whole spill segment. The filtering handler keeps records inside segments, so every delivery
- * then ends between records and a checkpoint taken during recovery cuts between records: its
- * remainder is exactly the survivors not yet delivered (G6 in record terms).
- *
- * @example
- * ```ts
- * rescaleLimits({}, { subtask: 0, parallelism: 2 }); // { bufferBytes: 1048576 }
- * ```
- */
-export function rescaleLimits(
-  limits: SpillLimits,
-  rescale: RescaleOption | undefined,
-): SpillLimits {
-  if (rescale === undefined || limits.bufferBytes !== undefined) return limits;
-  return { ...limits, bufferBytes: limits.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES };
 }
 
 /**

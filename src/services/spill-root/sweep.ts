@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Stats } from '../fs.ts';
 import { CleanupError, SpillRootError, errnoOf } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
+import { fsSeam, type FileSystem } from '../fs.ts';
 import {
   OWNER_DIR_RE,
   UNKNOWN_BOOT,
@@ -51,11 +51,14 @@ export function rand8(): string {
 }
 
 /** Reads and validates an owner dir's marker, never following a symlink. */
-export async function readMarker(ownerPath: string): Promise<OwnerMarker | string> {
+export async function readMarker(
+  ownerPath: string,
+  fs: FileSystem = fsSeam,
+): Promise<OwnerMarker | string> {
   const file = join(ownerPath, 'owner.json');
   let st: Stats;
   try {
-    st = await fsSeam.lstat(file);
+    st = await fs.lstat(file);
   } catch (e) {
     return errnoOf(e) === 'ENOENT'
       ? 'owner.json is missing'
@@ -65,7 +68,7 @@ export async function readMarker(ownerPath: string): Promise<OwnerMarker | strin
   if (st.size > MAX_MARKER_BYTES) return `owner.json is too large (${st.size} bytes)`;
   let text: string;
   try {
-    text = (await fsSeam.readFile(file)).toString('utf8');
+    text = (await fs.readFile(file)).toString('utf8');
   } catch (e) {
     return `owner.json cannot be read (${errnoOf(e) ?? message(e)})`;
   }

@@ -5,13 +5,17 @@
  */
 import { readCheckpointEntries, type EntryVisitor } from '../formats/entries.ts';
 import type { FlinkSelection } from '../formats/flink/entry-source.ts';
-import { flinkRecordRules } from '../formats/flink/stream-element.ts';
+import {
+  flinkRecordRules,
+  recordsOnly,
+  type FlinkRecordRules,
+} from '../formats/flink/stream-element.ts';
 import { AbortedError, addSuppressed, isAbortConsequence } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
 import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
-import { FilteringSpill, type RecordReport } from '../rescale/filtering-spill.ts';
+import { FilteringSpill, type RecordReport } from './filtering-spill.ts';
 import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
 import type { RemoteOptions } from '../locations/remote-options.ts';
 
@@ -108,6 +112,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         ? undefined
         : new FilteringSpill(writer, recordRules(rescale, input.checkpoint));
     let filtering: EntryVisitor | undefined = filter?.visitor(onChunk);
+    let flinkRules: FlinkRecordRules | undefined;
     const verbatim: EntryVisitor = {
       onEntry(gate, channel) {
         current.gate = gate;
@@ -134,10 +139,14 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       onFlinkOperator:
         flink !== undefined && rescale !== undefined
           ? ({ operator, metadata }) => {
-              filter = new FilteringSpill(
-                writer,
-                flinkRecordRules(rescale, flink.key, operator.maxParallelism, metadata.location),
+              flinkRules = flinkRecordRules(
+                rescale,
+                flink.key,
+                operator.maxParallelism,
+                metadata.location,
+                operator.parallelism,
               );
+              filter = new FilteringSpill(writer, flinkRules);
               filtering = filter.visitor(onChunk);
             }
           : undefined,
@@ -155,7 +164,8 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
         : {}),
     });
-    filter?.finish(flink !== undefined);
+    // A cut tail of an old subtask Flink does not assign the new one is never missed.
+    filter?.finish(flink !== undefined, flinkRules?.assigned);
     const state = await writer.close();
     if (progress !== undefined) {
       progress.bytesSpilled = writer.spilledBytes;
@@ -170,7 +180,14 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       spilledBytes: writer.spilledBytes,
       payloadBytes: summary.payloadBytes,
       entries: summary.entries,
-      ...(filter !== undefined ? { records: { ...filter.counts } } : {}),
+      ...(filter !== undefined
+        ? {
+            records:
+              flinkRules !== undefined
+                ? { ...recordsOnly(filter.counts, flinkRules.elements), cut: filter.cutTails }
+                : { ...filter.counts },
+          }
+        : {}),
     };
   } catch (caught) {
     report(caught);

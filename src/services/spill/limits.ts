@@ -2,6 +2,7 @@
  * The size limits of spilling and draining (docs/formats.md) and their defaults, in one place
  * so the writer, the reader, the drainer and the pool agree on them.
  */
+import type { RescaleOption } from '../rescale/rescale-options.ts';
 
 /**
  * Size limits of the spill files (docs/formats.md) and of the I/O around them.
@@ -35,3 +36,22 @@ export const DEFAULT_BUFFER_BYTES = 32 * 1024;
 export const DEFAULT_ABANDON_AFTER_MS = 3000;
 /** Bytes per read of checkpoint and spill files by default: ~10× faster than 32 KiB here. */
 export const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * The limits of a rescaled recovery: unless the caller chose `bufferBytes`, a buffer holds a
+ * whole spill segment. The filtering handler keeps records inside segments, so every delivery
+ * then ends between records and a checkpoint taken during recovery cuts between records: its
+ * remainder is exactly the survivors not yet delivered (G6 in record terms).
+ *
+ * @example
+ * ```ts
+ * rescaleLimits({}, { subtask: 0, parallelism: 2 }); // { bufferBytes: 1048576 }
+ * ```
+ */
+export function rescaleLimits(
+  limits: SpillLimits,
+  rescale: RescaleOption | undefined,
+): SpillLimits {
+  if (rescale === undefined || limits.bufferBytes !== undefined) return limits;
+  return { ...limits, bufferBytes: limits.maxSegmentBytes ?? DEFAULT_MAX_SEGMENT_BYTES };
+}

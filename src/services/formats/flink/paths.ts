@@ -282,7 +282,7 @@ export class FlinkPaths {
         `channel state on ${scheme}:// cannot be read here; copy it and map it with --relocate FROM=TO`,
       );
     }
-    if (path.includes('\0')) {
+    if (written.includes('\0') || path.includes('\0')) {
       throw new CheckpointPathError(shown, `a channel-state path with a NUL character: refused`);
     }
     if (isRemoteLocation(path)) {

@@ -11,8 +11,10 @@ import { KEY_HASH_SEED, hashKeyBytes, operatorForKeyHash } from '../../rescale/k
 import {
   DEFAULT_MAX_RECORD_BYTES,
   RecordShapeError,
+  type RecordCounts,
   type RecordRules,
 } from '../../rescale/record-parser.ts';
+import { rangeOldSubtasks } from './old-subtasks.ts';
 import {
   booleanKeep,
   resolveRescaleTarget,
@@ -152,11 +154,13 @@ export function flinkRecordRules(
   key: FlinkKey | undefined,
   operatorMaxParallelism: number,
   file: string,
-): RecordRules {
+  oldParallelism?: number,
+): FlinkRecordRules {
   const maxRecordBytes = rescale.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   const k = key ?? 'long';
+  const elements = { kept: 0, dropped: 0 };
   if ('keep' in rescale && typeof rescale.keep === 'function') {
-    return { file, maxRecordBytes, keyBytes: 0, keep: booleanKeep(rescale) };
+    return { file, maxRecordBytes, keyBytes: 0, keep: booleanKeep(rescale), elements };
   }
   const target = rescale as Exclude<RescaleOption, { keep: unknown }>;
   const { subtask, parallelism, maxParallelism } = resolveRescaleTarget({
@@ -165,10 +169,61 @@ export function flinkRecordRules(
   });
   const keepKeyHash = (hash: number): boolean =>
     operatorForKeyHash(hash, parallelism, maxParallelism) === subtask;
+  // Flink hands new subtask I only the old subtasks RANGE assigns it: nothing of another
+  // (a watermark, a record) reaches I there, so none is kept here.
+  const assigned =
+    oldParallelism === undefined
+      ? undefined
+      : new Set(rangeOldSubtasks(subtask, oldParallelism, parallelism));
   return {
     file,
     maxRecordBytes,
     keyBytes: 0,
-    keep: (element) => keepElement(element, k, keepKeyHash),
+    elements,
+    assigned: (oldSubtask) => assigned?.has(oldSubtask) ?? true,
+    keep: (element, from) => {
+      // Checked whatever its old subtask: a malformed element is corrupt wherever it is.
+      const keep = keepElement(element, k, keepKeyHash) && (assigned?.has(from.subtask) ?? true);
+      const tag = element[0];
+      if (
+        tag !== StreamElementTag.RECORD_WITH_TIMESTAMP &&
+        tag !== StreamElementTag.RECORD_WITHOUT_TIMESTAMP
+      ) {
+        if (keep) elements.kept++;
+        else elements.dropped++;
+      }
+      return keep;
+    },
+  };
+}
+
+/** A rescaled Flink recovery's rules, and the elements that are not records, counted apart. */
+export interface FlinkRecordRules extends RecordRules {
+  /** Watermarks and watermark statuses kept; other elements (or an unassigned subtask's) dropped. */
+  readonly elements: { kept: number; dropped: number };
+  /** Whether Flink's restore hands the new subtask this old subtask's input state. */
+  readonly assigned?: (oldSubtask: number) => boolean;
+}
+
+/**
+ * The record counts of a rescaled Flink recovery: the parser counts every element; records
+ * are records only, the watermarks (and statuses) kept and the other elements dropped apart.
+ *
+ * @example
+ * ```ts
+ * recordsOnly({ read: 10, kept: 6, dropped: 4 }, { kept: 2, dropped: 1 });
+ * // { read: 7, kept: 4, dropped: 3, watermarks: 2, elementsDropped: 1 }
+ * ```
+ */
+export function recordsOnly(
+  counts: RecordCounts,
+  elements: FlinkRecordRules['elements'],
+): RecordCounts & { watermarks: number; elementsDropped: number } {
+  return {
+    read: counts.read - elements.kept - elements.dropped,
+    kept: counts.kept - elements.kept,
+    dropped: counts.dropped - elements.dropped,
+    watermarks: elements.kept,
+    elementsDropped: elements.dropped,
   };
 }

@@ -90,20 +90,46 @@ export class ElementSink {
     );
   }
 
+  /** A new element at the channel's next index: its position set, the rest to be filled. */
+  private positioned(read: ChannelRead): FlinkElement {
+    const p = read.position;
+    const index = read.index++;
+    return (
+      p.side === 'input'
+        ? {
+            operator: p.operator,
+            subtask: p.subtask,
+            side: p.side,
+            gate: p.gate,
+            channel: p.channel,
+            index,
+          }
+        : {
+            operator: p.operator,
+            subtask: p.subtask,
+            side: p.side,
+            partition: p.partition,
+            subpartition: p.subpartition,
+            index,
+          }
+    ) as FlinkElement;
+  }
+
   private element(read: ChannelRead, body: ElementBody): FlinkElement {
-    return { ...read.position, index: read.index++, ...body } as FlinkElement;
+    return Object.assign(this.positioned(read), body);
   }
 
   /** Decodes one framed element and emits it. */
   frame(read: ChannelRead, buf: Buffer, start: number, end: number, fileOffset: number): void {
-    let body: ElementBody;
+    const element = this.positioned(read);
     try {
-      body = decodeElement(buf, start, end, this.reading);
+      decodeElement(buf, start, end, this.reading, element);
     } catch (error) {
       if (!(error instanceof ValueShapeError)) throw error;
+      read.index--;
       throw this.corrupt(read, fileOffset + 4 + error.at, error.message);
     }
-    this.emit(this.element(read, body));
+    this.emit(element);
   }
 
   /** The next piece of a channel's bytes. */

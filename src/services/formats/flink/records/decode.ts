@@ -65,6 +65,10 @@ function varint(c: ValueCursor, what: string): number {
   }
 }
 
+interface Latin1Slicer {
+  latin1Slice(start: number, end: number): string;
+}
+
 /** `StringSerializer` (`StringValue.writeString`): length + 1 (0 = null), then each char. */
 export function readString(c: ValueCursor): string | null {
   const at = c.pos;
@@ -83,7 +87,9 @@ export function readString(c: ValueCursor): string | null {
   const asciiEnd = c.pos + len;
   while (i < asciiEnd && buf[i]! < 0x80) i++;
   if (i === asciiEnd) {
-    const s = buf.toString('latin1', c.pos, asciiEnd);
+    // Buffer's own latin1Slice: what toString('latin1') calls, without its argument checks
+    // (2-3× faster on the short strings records hold).
+    const s = (buf as unknown as Latin1Slicer).latin1Slice(c.pos, asciiEnd);
     c.pos = asciiEnd;
     return s;
   }

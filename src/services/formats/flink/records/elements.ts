@@ -149,6 +149,7 @@ export function decodeElement(
   start: number,
   end: number,
   reading: ElementReading,
+  into: ElementBody = {} as ElementBody,
 ): ElementBody {
   const size = end - start;
   if (size <= 0) throw new ValueShapeError(0, 'an empty stream element (no tag)');
@@ -161,7 +162,10 @@ export function decodeElement(
     const valueAt = start + (hasTimestamp ? 9 : 1);
     if (valueAt > end)
       throw new ValueShapeError(1, `a record of ${size} byte(s) cannot hold its timestamp`);
-    const out: ElementBody = { kind: 'record', bytes: size };
+    // Written into the caller's object (its position already set): one allocation an element.
+    const out = into;
+    out.kind = 'record';
+    out.bytes = size;
     if (hasTimestamp) out.timestamp = buf.readBigInt64BE(start + 1);
     if (reading.key !== undefined) {
       const { key, keyGroup } = readKey(buf, valueAt, end, reading);
@@ -201,14 +205,18 @@ export function decodeElement(
   }
   switch (tag) {
     case StreamElementTag.WATERMARK:
-      return { kind: 'watermark', bytes: size, timestamp: buf.readBigInt64BE(start + 1) };
+      return Object.assign(into, {
+        kind: 'watermark' as const,
+        bytes: size,
+        timestamp: buf.readBigInt64BE(start + 1),
+      });
     case StreamElementTag.INTERNAL_WATERMARK:
-      return {
-        kind: 'watermark',
+      return Object.assign(into, {
+        kind: 'watermark' as const,
         bytes: size,
         watermarkSubpartition: buf.readInt32BE(start + 1),
         timestamp: buf.readBigInt64BE(start + 5),
-      };
+      });
     case StreamElementTag.WATERMARK_STATUS: {
       const status = buf.readInt32BE(start + 1);
       if (status !== -1 && status !== 0) {
@@ -217,10 +225,18 @@ export function decodeElement(
           `watermark status ${status} (Flink writes -1 idle or 0 active)`,
         );
       }
-      return { kind: 'watermarkStatus', bytes: size, status: status === -1 ? 'idle' : 'active' };
+      return Object.assign(into, {
+        kind: 'watermarkStatus' as const,
+        bytes: size,
+        status: status === -1 ? ('idle' as const) : ('active' as const),
+      });
     }
     case StreamElementTag.RECORD_ATTRIBUTES:
-      return { kind: 'recordAttributes', bytes: size, backlog: buf[start + 1] !== 0 };
+      return Object.assign(into, {
+        kind: 'recordAttributes' as const,
+        bytes: size,
+        backlog: buf[start + 1] !== 0,
+      });
     default:
       // LatencyMarker: marked time, the operator id's lower then upper half, the subtask.
       return {

@@ -131,6 +131,19 @@ class RecordsRead {
           );
         }
         for (;;) {
+          // An aborted signal ends the iteration at once, queued elements or not.
+          const user = this.options.signal;
+          if (user?.aborted === true && !this.stop.signal.aborted) {
+            this.stop.abort(user.reason);
+            this.queue.length = 0;
+            this.head = 0;
+            this.wakeProducer?.();
+            this.done = true;
+            this.failure = undefined;
+            throw new CancelledError('reading the Flink records was cancelled', {
+              cause: user.reason,
+            });
+          }
           if (this.head < this.queue.length) {
             const value = this.queue[this.head++]!;
             if (this.head > 1024 && this.head * 2 > this.queue.length) {

@@ -129,17 +129,17 @@ export class FrameFilter {
 
   /**
    * The channel ended: the bytes of an unfinished frame (the `partial` element, at index
-   * `index`) are emitted as they are, and returned with their index.
+   * `index`) are emitted as they are — unless `drop(index)` says its whole record goes (its
+   * other half is dropped from the upstream's output state too) — and returned with their index.
    */
-  end(): { index: number; bytes: number } | undefined {
-    let bytes = 0;
-    if (this.frame !== null) {
-      this.emit(this.frame.subarray(0, this.frameFill));
-      bytes = this.frameFill;
-    } else if (this.lengthFill > 0) {
-      this.emit(this.lengthBytes.subarray(0, this.lengthFill));
-      bytes = this.lengthFill;
-    }
-    return bytes > 0 ? { index: this.index, bytes } : undefined;
+  end(
+    drop: (index: number) => boolean = () => false,
+  ): { index: number; bytes: number } | undefined {
+    let piece: Buffer | undefined;
+    if (this.frame !== null) piece = this.frame.subarray(0, this.frameFill);
+    else if (this.lengthFill > 0) piece = this.lengthBytes.subarray(0, this.lengthFill);
+    if (piece === undefined) return undefined;
+    if (!drop(this.index)) this.emit(piece);
+    return { index: this.index, bytes: piece.length };
   }
 }

@@ -32,18 +32,14 @@ import { FlinkPaths, type FlinkPathOptions } from '../paths.ts';
 import { writeFlinkMetadata, type SubtaskChannelHandles } from './metadata-writer.ts';
 import { resolveDrops, positionText, type FlinkDropSelector } from './selectors.ts';
 import { checkOut, commit, discard, stage, type Staging } from './staging.ts';
+import { outputDropRanges, stitchedTails } from './output-ranges.ts';
 import {
   rewriteSubtask,
   type FlinkDroppedElement,
   type RewriteContext,
 } from './subtask-rewrite.ts';
 
-export type {
-  FlinkDropSelector,
-  FlinkElementPosition,
-  FlinkKeyDrop,
-  FlinkRewriteElement,
-} from './selectors.ts';
+export type { FlinkDropSelector, FlinkKeyDrop, FlinkRewriteElement } from './selectors.ts';
 export type { FlinkDroppedElement } from './subtask-rewrite.ts';
 
 /** Options of {@link rewriteFlinkCheckpoint}. */
@@ -54,6 +50,12 @@ export interface RewriteFlinkCheckpointOptions extends FlinkPathOptions {
   out: string;
   /** What to drop: positions, selector text, keys, predicates. Nothing: a plain copy. */
   drop?: readonly FlinkDropSelector[] | undefined;
+  /**
+   * Per input gate, its upstream operator (id, uid, name): a record cut at the end of an input
+   * channel is then dropped on both sides. Default: the checkpoint's only operator with output
+   * state, if there is exactly one (as `flink records`).
+   */
+  upstream?: Readonly<Record<number, string>> | undefined;
   /** A selector that matches nothing is not an error. */
   allowEmpty?: boolean | undefined;
   /** Work out what would be dropped and the new sizes; write nothing. */
@@ -184,9 +186,20 @@ async function build(
       }
     }
   }
+  const outputRanges = await outputDropRanges(metadata.location, drops, options);
+  // Cut records named at an input tail: their head halves join the output ranges.
+  const stitched = await stitchedTails(metadata.location, drops, options);
+  for (const [id, heads] of stitched.heads) {
+    outputRanges.set(
+      id,
+      [...heads, ...(outputRanges.get(id) ?? [])].sort((a, b) => a.start - b.start),
+    );
+  }
   const ctx: RewriteContext = {
     drops,
     paths,
+    outputRanges,
+    stitchedTails: stitched.tails,
     signal: options.signal,
     remote: options.remote,
     matchedPositions: new Set(),

@@ -11,19 +11,19 @@ import { resolveOperator } from '../metadata-resolve.ts';
 import type { FlinkCheckpointMetadata } from '../metadata-types.ts';
 import { StreamElementTag } from '../stream-element.ts';
 import type { FlinkElementKind } from './frames.ts';
+import type { FlinkElementPosition } from '../records/elements.ts';
 
-/** An element's position (SHARED definition with `flink records`). */
-export interface FlinkElementPosition {
-  /** Operator id, uid, name or unique id prefix. */
-  readonly operator: string;
-  readonly subtask: number;
-  readonly side: 'input' | 'output';
-  /** Input: gate; output: partition. */
-  readonly gate: number;
-  /** Input: channel; output: subpartition. */
-  readonly channel: number;
-  /** 0-based among the channel's elements, every kind counted, partial pieces included. */
-  readonly index: number;
+/**
+ * An element's position: the type `flink records` prints (`readFlinkRecords` yields elements
+ * that carry it, so an element read there can be handed here as a selector).
+ */
+export type { FlinkElementPosition };
+
+/** The (gate, channel) or (partition, subpartition) of a position. */
+function channelOf(p: FlinkElementPosition): { gate: number; channel: number } {
+  return p.side === 'input'
+    ? { gate: p.gate, channel: p.channel }
+    : { gate: p.partition, channel: p.subpartition };
 }
 
 /** One element as a predicate sees it. */
@@ -79,19 +79,20 @@ export function parseSelector(text: string): FlinkElementPosition {
     if (!/^\d{1,15}$/.test(s)) throw bad(`${what} '${s}' is not a non-negative integer`);
     return Number(s);
   };
-  return {
-    operator,
-    subtask: n(tail[0]!, 'subtask'),
-    side,
-    gate: n(tail[2]!, side === 'input' ? 'gate' : 'partition'),
-    channel: n(tail[3]!, side === 'input' ? 'channel' : 'subpartition'),
-    index: n(tail[4]!, 'index'),
-  };
+  const subtask = n(tail[0]!, 'subtask');
+  const index = n(tail[4]!, 'index');
+  if (side === 'input') {
+    const gate = n(tail[2]!, 'gate');
+    return { operator, subtask, side, gate, channel: n(tail[3]!, 'channel'), index };
+  }
+  const partition = n(tail[2]!, 'partition');
+  return { operator, subtask, side, partition, subpartition: n(tail[3]!, 'subpartition'), index };
 }
 
 /** Selector text of a resolved position (the operator as its id). */
 export function positionText(p: FlinkElementPosition): string {
-  return `${p.operator}/${p.subtask}/${p.side}/${p.gate}/${p.channel}/${p.index}`;
+  const { gate, channel } = channelOf(p);
+  return `${p.operator}/${p.subtask}/${p.side}/${gate}/${channel}/${p.index}`;
 }
 
 /** A channel's identity in the maps below. */
@@ -114,9 +115,8 @@ export interface ResolvedDrops {
 }
 
 /**
- * Resolves every selector: operators by id/uid/name/prefix, subtask and channel checked to
- * have channel state in the checkpoint. Output-side positions are refused: finding frames in
- * an output subpartition needs the downstream's cut record (its head may be the rest of one).
+ * Resolves every selector: operators by id/uid/name/prefix, subtask and channel (input) or
+ * subpartition (output) checked to have channel state in the checkpoint.
  *
  * @throws RewriteRefusedError, UnknownOperatorError
  */
@@ -139,24 +139,20 @@ export function resolveDrops(
     const p = typeof selector === 'string' ? parseSelector(selector) : selector;
     const text = typeof selector === 'string' ? selector : positionText(selector);
     const operator = resolveOperator(metadata, p.operator);
-    if (p.side === 'output') {
-      throw new RewriteRefusedError(
-        'unsupported',
-        `${text}: dropping from an output subpartition is not supported (its first bytes may ` +
-          `be the rest of a record the downstream holds; drop the element where the ` +
-          `downstream's input channel state holds it)`,
-      );
-    }
+    const { gate, channel } = channelOf(p);
     const subtask = operator.subtasks.find((s) => s.index === p.subtask);
-    const handle = subtask?.inputChannels.find((h) => h.gate === p.gate && h.channel === p.channel);
+    const handles = p.side === 'input' ? subtask?.inputChannels : subtask?.outputSubpartitions;
+    const handle = handles?.find((h) => h.gate === gate && h.channel === channel);
     if (handle === undefined) {
       throw new RewriteRefusedError(
         'no-match',
-        `${text}: operator ${operator.id} subtask ${p.subtask} has no state for input ` +
-          `gate ${p.gate} channel ${p.channel}`,
+        `${text}: operator ${operator.id} subtask ${p.subtask} has no state for ` +
+          (p.side === 'input'
+            ? `input gate ${gate} channel ${channel}`
+            : `output partition ${gate} subpartition ${channel}`),
       );
     }
-    const id = channelId(operator.id, p.subtask, p.side, p.gate, p.channel);
+    const id = channelId(operator.id, p.subtask, p.side, gate, channel);
     let indexes = positions.get(id);
     if (indexes === undefined) positions.set(id, (indexes = new Map()));
     indexes.set(p.index, text);

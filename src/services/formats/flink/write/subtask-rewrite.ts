@@ -18,6 +18,7 @@ import type { DelegateLocation, FlinkPaths } from '../paths.ts';
 import type { ChannelHandleToWrite } from './channel-handles.ts';
 import { SubtaskChannelWriter, type ChannelOut } from './channel-state-writer.ts';
 import { FrameFilter, elementKind, type FlinkElementKind } from './frames.ts';
+import { RangeFilter, type OutputDrop, type StitchedTail } from './output-ranges.ts';
 import {
   channelId,
   recordHasKey,
@@ -46,6 +47,10 @@ export interface RewriteContext {
   readonly matchedKeys: Set<number>;
   readonly matchedPredicates: Set<number>;
   readonly dropped: FlinkDroppedElement[];
+  /** Output-side positions: the byte ranges to drop, per channel id. */
+  readonly outputRanges: ReadonlyMap<string, readonly OutputDrop[]>;
+  /** Input tails named by a selector whose record the upstream's head completes, by `id/index`. */
+  readonly stitchedTails: ReadonlyMap<string, StitchedTail>;
   /** Called after each entry with the payload bytes read. */
   readonly onEntry: (payloadBytes: number) => void;
 }
@@ -59,11 +64,18 @@ export interface SubtaskRewrite {
   readonly written: number;
 }
 
+/** What cuts a channel's bytes: frames (input) or known byte ranges (output). */
+interface ChannelFilter {
+  push(chunk: Buffer): void;
+  /** The channel ended: its partial element left, if any. */
+  end(drop?: (index: number) => boolean): { index: number; bytes: number } | undefined;
+}
+
 /** A channel being rewritten. */
 interface ChannelState {
   readonly handle: FlinkChannelHandle;
   readonly out: ChannelOut;
-  readonly filter: FrameFilter | undefined;
+  readonly filter: ChannelFilter | undefined;
   /** Kept bytes of the current entry (owned). */
   pending: Buffer[];
   /**
@@ -121,7 +133,7 @@ async function rewriteSide(
   for (const handle of handles) {
     const out = writer.channel(handle);
     const state: ChannelState = { handle, out, filter: undefined, pending: [], held: undefined };
-    (state as { filter: FrameFilter | undefined }).filter = filterFor(
+    (state as { filter: ChannelFilter | undefined }).filter = filterFor(
       ctx,
       operator,
       subtask,
@@ -177,22 +189,27 @@ async function rewriteSide(
   }
   // What is left of a filtered channel: its partial element, as its last entry.
   for (const state of states.values()) {
-    const tail = state.filter?.end();
+    const { side, gate, channel } = state.handle;
+    const id = channelId(operator.id, subtask.index, side, gate, channel);
+    const tail = state.filter?.end((index) => ctx.stitchedTails.has(`${id}/${index}`));
     if (tail !== undefined) {
-      const id = channelId(
-        operator.id,
-        subtask.index,
-        state.handle.side,
-        state.handle.gate,
-        state.handle.channel,
-      );
+      const stitched = ctx.stitchedTails.get(`${id}/${tail.index}`);
       const selector = ctx.drops.positions.get(id)?.get(tail.index);
-      if (selector !== undefined) {
+      if (stitched !== undefined) {
+        // Both halves go: this tail, and the upstream's head (an output range).
+        ctx.matchedPositions.add(stitched.selector);
+        ctx.dropped.push({
+          position: `${id}/${tail.index}`,
+          kind: 'record',
+          bytes: stitched.bytes,
+        });
+      } else if (selector !== undefined) {
         throw new RewriteRefusedError(
           'partial',
           `${selector}: element ${tail.index} is a partial record (${tail.bytes} byte(s) here; ` +
-            `its rest is the head of the upstream subtask's output subpartition state): ` +
-            `dropping one half would corrupt the other, refused`,
+            `its rest is the head of the upstream subtask's output subpartition state, which ` +
+            `was not found): dropping one half would corrupt the other, refused (name the ` +
+            `gate's upstream with --upstream GATE=OP to drop both halves)`,
         );
       }
     }
@@ -209,12 +226,26 @@ function filterFor(
   operator: FlinkOperatorState,
   subtask: FlinkSubtaskState,
   state: ChannelState,
-): FrameFilter | undefined {
+): ChannelFilter | undefined {
   const { handle } = state;
   const { drops } = ctx;
-  // Output state passes as it is: its head may continue a record the downstream holds.
-  if (handle.side !== 'input') return undefined;
   const id = channelId(operator.id, subtask.index, handle.side, handle.gate, handle.channel);
+  if (handle.side === 'output') {
+    // Only positions: an output subpartition's frames are where flink records found them.
+    const ranges = ctx.outputRanges.get(id);
+    if (ranges === undefined) return undefined;
+    return new RangeFilter(
+      ranges,
+      (bytes) => state.pending.push(Buffer.from(bytes)),
+      (d) => {
+        ctx.matchedPositions.add(d.selector);
+        // A record's head half is reported with its tail, at the input position.
+        if (d.silent !== true) {
+          ctx.dropped.push({ position: `${id}/${d.index}`, kind: d.kind, bytes: d.end - d.start });
+        }
+      },
+    );
+  }
   const positions = drops.positions.get(id);
   if (positions === undefined && drops.keys.length === 0 && drops.predicates.length === 0) {
     return undefined;

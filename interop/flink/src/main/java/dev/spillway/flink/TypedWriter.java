@@ -49,6 +49,16 @@ public final class TypedWriter {
         Files.createDirectories(out);
         Path tmp = Files.createTempDirectory("spillway-flink-typed-");
         System.setProperty("java.io.tmpdir", tmp.toString());
+        try {
+            run(out, wanted, tmp);
+        } finally {
+            // Flink's temp files (minicluster_*, the extracted rpc jar) go, whatever happened.
+            deleteTree(tmp);
+        }
+        System.exit(0);
+    }
+
+    private static void run(Path out, int wanted, Path tmp) throws Exception {
 
         Map<String, String> conf = new HashMap<>();
         conf.put("execution.checkpointing.interval", "400 ms");
@@ -102,8 +112,6 @@ public final class TypedWriter {
         for (Path p : completed(out)) if (!p.equals(newest)) deleteTree(p);
         System.out.println("CHECKPOINT " + newest);
         System.out.flush();
-        deleteTree(tmp);
-        System.exit(0);
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})

@@ -7,17 +7,30 @@
 import { CHECKPOINT_VERSION, entryHeaderBytes } from '../formats/spwc/format.ts';
 import type { EntryVisitor } from '../formats/entries.ts';
 import type { ChannelInfo } from '../channel.ts';
-import type { SpillWriter } from '../spill/spill-writer.ts';
-import { SEGMENT_HEADER_BYTES } from '../spill/segment-format.ts';
+import type { SpillWriter } from './spill-writer.ts';
+import { SEGMENT_HEADER_BYTES } from './segment-format.ts';
 import {
   RECORD_LENGTH_BYTES,
   RecordParser,
   type RecordCounts,
   type RecordRules,
-} from './record-parser.ts';
+} from '../rescale/record-parser.ts';
 
-/** Number of records read, kept and dropped by a filtering recovery. */
-export type RecordReport = RecordCounts;
+/**
+ * Number of records read, kept and dropped by a filtering recovery. A Flink recovery counts
+ * records only there, and its other stream elements apart: `watermarks` (watermarks and
+ * watermark statuses kept) and `elementsDropped` (latency markers, record attributes, and the
+ * elements of old subtasks Flink's restore does not assign the new subtask).
+ */
+export interface RecordReport extends RecordCounts {
+  watermarks?: number;
+  elementsDropped?: number;
+  /**
+   * Old subtasks' input channels that end inside a record whose rest is the upstream's output
+   * state: Flink's restore completes it from there; Spillway does not yet, and leaves it out.
+   */
+  cut?: number;
+}
 
 /**
  * Where survivors go: a {@link SpillWriter}, or anything that takes bytes per channel the
@@ -51,6 +64,11 @@ function virtualChannelId(subtask: number, gate: number, channel: number): numbe
  */
 export class FilteringSpill {
   readonly counts: RecordCounts = { read: 0, kept: 0, dropped: 0 };
+  /**
+   * Virtual channels that ended inside a record (a Flink tail whose rest is upstream), of the
+   * old subtasks `finish` was told count.
+   */
+  cutTails = 0;
   /** Bytes of the kept records as spilled (length fields included): what the drain delivers. */
   keptBytes = 0;
   private readonly parsers = new Map<number, RecordParser>();
@@ -154,8 +172,11 @@ export class FilteringSpill {
    * recovery completes them from the network). Such a tail is not corrupt: it is dropped, as
    * Flink's own filtering of that state alone would leave it (never delivered, never kept).
    */
-  finish(dropPartialTails = false): void {
+  finish(dropPartialTails = false, counted: (subtask: number) => boolean = () => true): void {
     if (dropPartialTails) {
+      for (const parser of this.parsers.values()) {
+        if (parser.hasPartialData && counted(parser.from.subtask)) this.cutTails++;
+      }
       this.parsers.clear();
       return;
     }
