@@ -1,8 +1,8 @@
 /**
  * `spillway tour`: what `npm start` shows a newcomer — the product on a real Flink checkpoint
  * (shipped in the package's `examples/flink-checkpoint/`), step by step: list what it holds in
- * flight, extract one subtask's input channels into files, look inside one, then the commands to
- * try next. Each step runs the real command's module, as `spillway COMMAND …` does.
+ * flight, extract one subtask's input channels into files, look inside one, decode a few of its
+ * records, then the commands to try next. Each step runs the real command's module, as `spillway COMMAND …` does.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,8 @@ export const usage = `usage: spillway tour
 A short walk through a real Apache Flink 2.3.0 checkpoint shipped with Spillway (an unaligned
 checkpoint taken under backpressure, so records were in flight): it lists what the checkpoint
 holds in flight, extracts one subtask's input channels into files in a temp dir (removed at the
-end), shows what one of those files holds, and ends with the commands to try next. It runs the
+end), shows what one of those files holds, decodes a few of its records, and ends with the
+commands to try next. It runs the
 same commands you would type. 'npm start' runs it.
 
 Exit codes: 0 ok · 1 a step failed (its error printed) · 128+n after signal n
@@ -49,7 +50,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const shown = relative(process.cwd(), checkpoint) || checkpoint;
   const say = (text: string) => io.out.write(`${text}\n`);
   const run = async ([command, ...args]: ['flink' | 'recover', ...string[]]): Promise<number> => {
-    say(`\n$ spillway ${[command, ...args].join(' ')}`);
+    // Shown as a shell would take it: `Tuple2<Long,String>` quoted, or `<` would redirect.
+    const quoted = [command, ...args].map((a) => (/[^\w./:=@,+-]/.test(a) ? `'${a}'` : a));
+    say(`\n$ spillway ${quoted.join(' ')}`);
     // The commands' own modules, as the dispatcher loads them (main.ts loads this one).
     const module = command === 'flink' ? await import('./flink.ts') : await import('./recover.ts');
     return module.run(args, io);
@@ -94,8 +97,30 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
 
     say(
+      "\n4. Which records are those? Decoded with Flink's own serializers (the job's type is\n" +
+        '   Tuple2<Long, String>, keyed by its first field), one JSON line per element:',
+    );
+    code = await run([
+      'flink',
+      'records',
+      shown,
+      '--operator',
+      'slow-join',
+      '--subtask',
+      '0',
+      '--type',
+      'Tuple2<Long,String>',
+      '--key',
+      'long',
+      '--limit',
+      '3',
+    ]);
+    if (code !== 0) return code;
+
+    say(
       '\nNext:\n' +
-        `  spillway flink ls ${shown} --json        the same listing as JSON\n` +
+        `  spillway flink ls ${shown} --channels    one row per channel\n` +
+        `  spillway flink report ${shown} --out report.html   a page to attach to a ticket\n` +
         `  spillway recover ${shown} --operator to-record-a --subtask 0 --output-state --out DIR\n` +
         "                                        an upstream subtask's output buffers\n" +
         `  spillway recover ${shown} --operator slow-join --subtask 0 --rescale 0/2 --key long --out DIR\n` +

@@ -30,6 +30,17 @@ describe('the first ten minutes', () => {
       expect(out).toContain(`gate-${g}-channel-${c}.bin  ${bytes} bytes`);
     }
     expect(out).toMatch(/an int32 length \(\d+\), then a StreamElement/);
+    // Step 4: three records, decoded as the job's Tuple2<Long, String>, keyed.
+    const records = out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { kind: string; value: [number, string]; key: number });
+    expect(records).toHaveLength(3);
+    for (const r of records) {
+      expect(r.kind).toBe('record');
+      expect(r.key).toBe(r.value[0]);
+      expect(typeof r.value[1]).toBe('string');
+    }
     expect(out).toMatch(/\nNext:\n/);
     // The extracted files were the tour's own: its temp dir and the spill root are empty again.
     expect((await readdir(tmp)).filter((n) => n.startsWith('spillway-tour-'))).toEqual([]);

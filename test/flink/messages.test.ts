@@ -4,8 +4,8 @@
  * its trailing slash, on a server with directory listings) — each one line, exit 2, naming what
  * it is and what to pass; a dir URL without the slash is read as the dir it names.
  */
-import { cp, mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, mkdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFileServer, type FileServer } from '../helpers/http-file-server.ts';
 import { makeTempRoot, repoRoot, runCli } from '../e2e/harness.ts';
@@ -80,5 +80,25 @@ describe('what was given, named', () => {
     const spwc = await runCli(['recover', `${server.url}/job/empty`, '--out', join(root, 'out')]);
     expect(spwc.code).toBe(2);
     expect(spwc.stderr).toContain('the server answered a web page (HTML), not a checkpoint file');
+  });
+
+  it('a moved checkpoint is refused with the exact --relocate to pass, and passing it recovers', async () => {
+    const root = await makeTempRoot();
+    const merging = join(repoRoot, 'test', 'fixtures', 'flink', '1.20.5-merging');
+    const fixture = JSON.parse(await readFile(join(merging, 'fixture.json'), 'utf8')) as {
+      checkpoint: string;
+      originalJobDir: string;
+    };
+    const checkpoint = join(merging, fixture.checkpoint);
+    const jobDir = dirname(checkpoint);
+    const args = ['recover', checkpoint, '--operator', 'slow-join', '--subtask', '0'];
+    const refused = await runCli([...args, '--out', join(root, 'refused')]);
+    expect(refused.code).toBe(2);
+    expect(lines(refused.stderr)).toHaveLength(1);
+    const flag = `--relocate ${fixture.originalJobDir}=${jobDir}`;
+    expect(refused.stderr).toContain(flag);
+    const [name, value] = [flag.slice(0, 10), flag.slice(11)];
+    const passed = await runCli([...args, name, value, '--out', join(root, 'out')]);
+    expect(passed.code, passed.stderr).toBe(0);
   });
 });

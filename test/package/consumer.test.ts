@@ -93,18 +93,17 @@ beforeAll(async () => {
     JSON.stringify({ name: 'consumer-app', private: true, type: 'module' }, null, 2),
   );
   const ts = await installed('typescript');
-  const types = await installed('@types/node');
   installRun = await npm(
     [
       'install',
       '--prefer-offline',
       '--no-audit',
-      // A plain install: the AWS SDK is an optional peer, so it is not installed, and importing
-      // the package and compiling against its types must not need it (it is loaded only when
-      // an s3:// location is used).
+      // A plain install of the tarball and the compiler, nothing else (issue 32): the Node types
+      // come as the package's peer; the AWS SDK is an optional peer, so it is not installed,
+      // and importing the package and compiling against its types must not need it (it is
+      // loaded only when an s3:// location is used).
       tarball,
       `typescript@${ts}`,
-      `@types/node@${types}`,
     ],
     app,
   );

@@ -7,7 +7,7 @@
  * taskowned}`), under a root the caller allowed, or under the target of a relocation the
  * caller gave. Symlinks are judged by where they really lead.
  */
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CheckpointPathError, errnoOf } from '../../errors.ts';
 import { fsSeam } from '../../fs.ts';
@@ -254,6 +254,24 @@ export class FlinkPaths {
     };
   }
 
+  /**
+   * The flags that would let `path` be read, spelled out: a checkpoint copied from elsewhere
+   * names paths under its old job dir, whose last segment (the job id) is this job dir's too, so
+   * `--relocate OLD=NEW` maps it; otherwise `--allow-path` of the file's own dir.
+   */
+  private flagsFor(path: string): string {
+    const dir = isRemoteLocation(path) ? redactLocation(remoteParent(path, 1)) : dirname(path);
+    const allow = `allow it with --allow-path ${dir} (options.flink.allowPaths)`;
+    const job = basename(this.jobDir);
+    const at = path.indexOf(`/${job}/`);
+    if (job !== '' && at >= 0) {
+      const from = redactLocation(path.slice(0, at + job.length + 1));
+      const to = this.remote ? redactLocation(this.jobDir) : this.jobDir;
+      return `the checkpoint was moved? map its old job dir with --relocate ${from}=${to} (options.flink.relocate), or ${allow}`;
+    }
+    return `${allow}, or map it with --relocate FROM=TO (options.flink.relocate)`;
+  }
+
   private async absoluteFile(
     written: string,
     start: number,
@@ -271,9 +289,7 @@ export class FlinkPaths {
       }
     }
     const shown = redactLocation(written);
-    const flags =
-      `allow it with --allow-path DIR (options.flink.allowPaths) or map it with ` +
-      `--relocate FROM=TO (options.flink.relocate)`;
+    const flags = this.flagsFor(path);
     const kind = kindOf(path);
     if (typeof kind !== 'string' || !factsOf(path)!.flinkHandle) {
       const scheme = typeof kind === 'string' ? kind : kind.unknown;
