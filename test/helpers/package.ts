@@ -5,7 +5,7 @@
  * packing without scripts keeps the build from being redone under suites running the same bin).
  */
 import { execFile, type ExecFileOptions } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { repoRoot } from './processes.ts';
 
@@ -44,4 +44,39 @@ export async function packBuilt(dest: string): Promise<string> {
   );
   const [info] = JSON.parse(packed.stdout) as { filename: string }[];
   return join(dest, info!.filename);
+}
+
+/** The strict consumer's compiler options: nothing relaxed, declarations of libraries checked. */
+export const STRICT_TSCONFIG = {
+  compilerOptions: {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    lib: ['es2023', 'esnext.disposable'],
+    types: ['node'],
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    noUncheckedIndexedAccess: true,
+    skipLibCheck: false,
+    outDir: 'out',
+  },
+};
+
+/** The TypeScript blocks of the README, in order. */
+export async function readmeBlocks(): Promise<string[]> {
+  const text = await readFile(join(repoRoot, 'README.md'), 'utf8');
+  return [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+/** A strict project in `dir` of the README's blocks, one module each (`block-<k>.mts`). */
+export async function writeReadmeBlocks(dir: string, blocks: string[]): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(STRICT_TSCONFIG, null, 2));
+  for (const [k, block] of blocks.entries()) {
+    // A block without an import is a fragment of the one before it: it is not a module.
+    await writeFile(
+      join(dir, `block-${k}.mts`),
+      /^import /m.test(block) ? block : `export {};\n${block}`,
+    );
+  }
 }

@@ -12,7 +12,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { npm, packBuilt, run, type Run } from '../helpers/package.ts';
+import {
+  npm,
+  packBuilt,
+  readmeBlocks,
+  run,
+  STRICT_TSCONFIG,
+  writeReadmeBlocks,
+  type Run,
+} from '../helpers/package.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8')) as {
@@ -49,32 +57,11 @@ function tinyCheckpoint(): Buffer {
   ]);
 }
 
-const STRICT_TSCONFIG = {
-  compilerOptions: {
-    module: 'nodenext',
-    moduleResolution: 'nodenext',
-    target: 'es2022',
-    lib: ['es2023', 'esnext.disposable'],
-    types: ['node'],
-    strict: true,
-    exactOptionalPropertyTypes: true,
-    noUncheckedIndexedAccess: true,
-    skipLibCheck: false,
-    outDir: 'out',
-  },
-};
-
-/** The TypeScript blocks of the README, in order. */
 /** Compiles the TypeScript project in `dir` with the consumer app's own tsc: no diagnostics. */
 async function expectCompiles(dir: string): Promise<void> {
   const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
   const compiled = await run(process.execPath, [tsc, '-p', dir]);
   expect(compiled.stdout + compiled.stderr).toBe('');
-}
-
-async function readmeBlocks(): Promise<string[]> {
-  const text = await readFile(join(repo, 'README.md'), 'utf8');
-  return [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
 }
 
 let work = '';
@@ -310,15 +297,7 @@ console.log(new CorruptCheckpointError('f', 3, 'why').offset);
     const blocks = await readmeBlocks();
     expect(blocks.length).toBeGreaterThan(0);
     const dir = join(app, 'readme');
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'tsconfig.json'), JSON.stringify(STRICT_TSCONFIG, null, 2));
-    for (const [k, block] of blocks.entries()) {
-      // A block without an import is a fragment of the one before it: it is not a module.
-      await writeFile(
-        join(dir, `block-${k}.mts`),
-        /^import /m.test(block) ? block : `export {};\n${block}`,
-      );
-    }
+    await writeReadmeBlocks(dir, blocks);
     await expectCompiles(dir);
 
     // The library example, run in a directory holding the checkpoint it names.

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { npm, packBuilt, run } from '../helpers/package.ts';
+import { npm, packBuilt, readmeBlocks, run, writeReadmeBlocks } from '../helpers/package.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const VERSIONS = ['5.0.4', '5.9.3', '7.0.2'] as const;
@@ -136,5 +136,18 @@ describe('the declarations compile for a strict nodenext consumer', () => {
         }, 120_000);
       }
     }
+  }
+});
+
+describe('the README in a fresh app that installed only the tarball', () => {
+  for (const v of VERSIONS.filter((x) => !OLD_TS.has(x))) {
+    it(`TypeScript ${v} compiles every TypeScript block of the README, strict, libraries checked`, async () => {
+      const dir = join(app, `readme-${v}`);
+      await writeReadmeBlocks(dir, await readmeBlocks());
+      const tsc = join(work, `ts-${v}`, 'node_modules', 'typescript', 'bin', 'tsc');
+      const result = await run(process.execPath, [tsc, '-p', dir], { cwd: dir });
+      expect(result.stdout + result.stderr).toBe('');
+      expect(result.code).toBe(0);
+    }, 120_000);
   }
 });
