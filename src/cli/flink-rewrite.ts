@@ -20,7 +20,7 @@ import { trapSignals } from './signals.ts';
 export const usage = `usage: spillway flink rewrite CHECKPOINT --out NEWDIR [--drop SELECTOR]...
                               [--drop-key K --key long|int|bytes:N]... [--dry-run] [--allow-empty]
                               [--upstream GATE=OP]... [--allow-path DIR]... [--relocate FROM=TO]...
-                              [--json]
+                              [--s3-endpoint URL] [--json]
 
 Writes NEWDIR: a copy of the Flink checkpoint CHECKPOINT (a chk-N dir or its _metadata; a path,
 http(s):// URL or s3://bucket/key) that Flink restores from ('flink run -s NEWDIR ...'), with the

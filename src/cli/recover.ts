@@ -36,7 +36,8 @@ const MIB = 1024 * 1024;
 
 export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root DIR] [--max-spill-file-bytes N]
                         [--overwrite] [--rescale I/P[/M] | --rescale P] [--key-bytes K]
-                        [--s3-endpoint URL] [--inspect[=PORT]] [--json]
+                        [--s3-endpoint URL] [--inspect[=PORT] [--inspect-hold SECONDS]
+                        [--wait-for-page]] [--json]
        spillway recover FLINK-CHECKPOINT --operator OP --subtask N --out DIR [--output-state]
                         [--allow-path DIR]... [--relocate FROM=TO]... [other options as above]
        spillway recover FLINK-CHECKPOINT --operator OP --rescale I/P[/M] | P --key long|int|bytes:K
