@@ -137,7 +137,7 @@ for (const release of RELEASES) {
       const timings = [`maven ${seconds(t0)} s`];
       for (const variant of variantsOf(release.profile)) {
         // The poison is in flight only if the checkpoint caught it in the network buffers: a
-        // real job's timing, so a run that did not catch it is written again (at most 3 times).
+        // real job's timing, so a run that did not catch it is written again (at most 6 times).
         let original = '';
         let found: Awaited<ReturnType<typeof rewriteFlinkCheckpoint>> | undefined;
         for (let attempt = 1; found === undefined; attempt++) {
@@ -162,7 +162,7 @@ for (const release of RELEASES) {
             dryRun: true,
             drop: [(e) => e.kind === 'record' && e.bytes.includes(Buffer.from('poison'))],
           }).catch((error: unknown) => {
-            if (attempt >= 3 || !(error instanceof RewriteRefusedError)) throw error;
+            if (attempt >= 6 || !(error instanceof RewriteRefusedError)) throw error;
             console.log(`rewrite-real-flink ${variant}: the poison was not in flight; again`);
             return undefined;
           });
