@@ -80,12 +80,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
     code = await run(['recover', shown, '--operator', 'slow-join', '--subtask', '0', '--out', out]);
     if (code !== 0) return code;
 
-    const files = readdirSync(out).sort();
+    // Each file's size read once: listed, and the largest looked inside.
+    const files = readdirSync(out)
+      .sort()
+      .map((name) => ({ name, size: statSync(join(out, name)).size }));
     say(`\n3. What is in them? ${files.length} file(s) in ${out}:`);
-    for (const f of files) say(`     ${f}  ${statSync(join(out, f)).size} bytes`);
-    const largest = files.reduce((a, b) =>
-      statSync(join(out, b)).size > statSync(join(out, a)).size ? b : a,
-    );
+    for (const f of files) say(`     ${f.name}  ${f.size} bytes`);
+    const largest = files.reduce((a, b) => (b.size > a.size ? b : a)).name;
     const bytes = readFileSync(join(out, largest));
     if (bytes.length >= 5) {
       const length = bytes.readInt32BE(0);
