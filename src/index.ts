@@ -91,6 +91,7 @@ export { type OwnerMarker } from './services/spill-root/identity.ts';
 export {
   SpillwayError,
   type SpillwayErrorCode,
+  type ErrorKind,
   CorruptCheckpointError,
   CheckpointPathError,
   CheckpointDeclinedError,

@@ -1,47 +1,30 @@
 /** How an error becomes an exit code and what a person reads on stderr (docs/cli.md). */
 import {
-  CheckpointPathError,
   CleanupError,
-  CorruptCheckpointError,
-  OutputDirError,
-  OutputExistsError,
-  RemoteNotFoundError,
-  RemoteUnsupportedError,
-  RewriteRefusedError,
-  SpillRootError,
-  TypeSpecError,
-  UnknownOperatorError,
+  FOREIGN_ERROR_CODE,
+  SpillwayError,
+  isErrorCode,
   suppressedOf,
 } from '../services/errors.ts';
+import type { ErrorKind } from '../services/errors.ts';
 import { UsageError } from './args.ts';
 import { redactText } from '../services/locations/redact.ts';
 import { oneLine } from './terminal-text.ts';
 import type { Io } from './io.ts';
 
-/** Whether an error is the caller's input or configuration (exit 2), not a failure (exit 1). */
-function isBadInput(error: unknown): boolean {
-  if (
-    error instanceof UsageError ||
-    error instanceof CorruptCheckpointError ||
-    error instanceof CheckpointPathError ||
-    error instanceof OutputDirError ||
-    error instanceof OutputExistsError ||
-    error instanceof RemoteNotFoundError ||
-    error instanceof RemoteUnsupportedError ||
-    error instanceof RewriteRefusedError ||
-    error instanceof UnknownOperatorError ||
-    error instanceof TypeSpecError
-  ) {
-    return true;
-  }
-  // An unusable spill root (missing, a symlink, world-writable) is the caller's configuration;
-  // one the file system refused to write (ENOSPC, EROFS, EIO) is the environment failing.
-  // A spill root that does not exist (or whose path cannot name one) is the same mistake.
-  return (
-    error instanceof SpillRootError &&
-    (error.errno === undefined ||
-      ['ENOENT', 'ENOTDIR', 'ENAMETOOLONG', 'ELOOP'].includes(error.errno))
-  );
+/**
+ * The exit code of each error kind (docs/cli.md): the caller's input or configuration is 2, a
+ * failure (the environment's or a bug) is 1. The only place an exit code is chosen for an error.
+ */
+const EXIT_CODE_OF_KIND = {
+  input: 2,
+  environment: 1,
+  internal: 1,
+} as const satisfies Record<ErrorKind, number>;
+
+/** The exit code for an error: its kind's, and 1 for anything that is not one of ours. */
+export function exitCodeOf(error: unknown): number {
+  return error instanceof SpillwayError ? EXIT_CODE_OF_KIND[error.errorKind] : 1;
 }
 
 /** A delete that failed: a file may be left behind. */
@@ -73,8 +56,7 @@ export function errorJson(error: unknown): Record<string, unknown> {
   const e = error as Record<string, unknown> & { message?: unknown };
   const raw = typeof e?.code === 'string' ? e.code : undefined;
   const out: Record<string, unknown> = {
-    code:
-      raw !== undefined && /^(ERR_SPILLWAY|ABORT_ERR)/.test(raw) ? raw : 'ERR_SPILLWAY_INTERNAL',
+    code: isErrorCode(raw) ? raw : FOREIGN_ERROR_CODE,
     message: redactText(typeof e?.message === 'string' ? e.message : String(error)),
   };
   for (const key of ['errno', 'file', 'offset', 'dir', 'out'] as const) {
@@ -82,7 +64,7 @@ export function errorJson(error: unknown): Record<string, unknown> {
     if (typeof v === 'string' || typeof v === 'number')
       out[key] = key === 'file' || key === 'dir' || key === 'out' ? redactText(String(v)) : v;
   }
-  if (raw !== undefined && out.code === 'ERR_SPILLWAY_INTERNAL' && /^E[A-Z0-9]+$/.test(raw))
+  if (raw !== undefined && out.code === FOREIGN_ERROR_CODE && /^E[A-Z0-9]+$/.test(raw))
     out.errno = raw;
   const later = suppressedOf(error).length;
   if (later > 0) out.suppressed = later;
@@ -93,16 +75,13 @@ function reportErrorText(io: Io, error: unknown, command: string): number {
   const e = error as Error | undefined;
   // A presigned URL's signature or an AWS secret never reaches a terminal or a log.
   const message = oneLine(redactText(e?.message ?? String(error)));
-  let code: number;
+  const code = exitCodeOf(error);
   if (error instanceof UsageError) {
     io.err.write(`spillway ${command}: ${message} (see 'spillway ${command} --help')\n`);
-    code = 2;
-  } else if (isBadInput(error)) {
+  } else if (code === 2) {
     io.err.write(`spillway ${command}: ${message}\n`);
-    code = 2;
   } else {
     io.err.write(`spillway ${command}: failed: ${message}\n`);
-    code = 1;
   }
   const later = suppressedOf(error);
   if (later.length > 0) {

@@ -4,7 +4,7 @@
  * channel, as Flink keeps one deserializer each, with memory bounded by the records it keeps.
  */
 import { CorruptCheckpointError } from '../errors.ts';
-import { MAX_ENTRY_LENGTH } from '../formats/spwc/format.ts';
+import { MAX_ENTRY_LENGTH } from '../entry-length.ts';
 import { KEY_HASH_SEED, hashKeyBytes } from './key-groups.ts';
 
 /** Size of a record's length prefix. */

@@ -4,7 +4,7 @@
  */
 import { describeValue, invalidOption } from '../option-error.ts';
 import { MisuseError } from '../errors.ts';
-import { MAX_ENTRY_LENGTH } from '../formats/spwc/format.ts';
+import { MAX_ENTRY_LENGTH } from '../entry-length.ts';
 import {
   DEFAULT_KEY_BYTES,
   UPPER_BOUND_MAX_PARALLELISM,

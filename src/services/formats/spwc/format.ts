@@ -110,15 +110,8 @@ export const MAX_GATE = 65535;
  */
 export const MAX_CHANNEL = 65535;
 
-/**
- * Largest valid payload length of one entry (256 MiB, inclusive).
- *
- * @example
- * ```ts
- * if (payload.length > MAX_ENTRY_LENGTH) throw new RangeError('entry too large');
- * ```
- */
-export const MAX_ENTRY_LENGTH = 268435456;
+// One fact shared with rescale/ (a rescaled record is written back as one entry).
+export { MAX_ENTRY_LENGTH } from '../../entry-length.ts';
 
 /** `0x0000abcd`: how CRCs and other 32-bit fields appear in messages. */
 export function hex32(value: number): string {
