@@ -10,6 +10,7 @@ import { describeValue as describe, invalidOption as invalid } from './services/
 import { checkFlinkKey } from './services/formats/flink/stream-element.ts';
 import { didYouMean } from './services/did-you-mean.ts';
 import { checkRange, type RangedOption } from './services/option-ranges.ts';
+import { isHttpUrl } from './services/locations/schemes.ts';
 
 /** The keys `recoverChannelState` knows; any other is a mistake (`singal` for `signal`). */
 const RECOVER_KEYS = [
@@ -198,10 +199,7 @@ function validateRemote(remote: unknown): void {
   if (s3 === null || typeof s3 !== 'object') throw invalid('remote.s3', 'an object', s3);
   checkKnownKeys('options.remote.s3', s3, S3_KEYS);
   const endpoint = (s3 as Record<string, unknown>).endpoint;
-  if (
-    endpoint !== undefined &&
-    (typeof endpoint !== 'string' || !/^https?:\/\/[^/]/i.test(endpoint))
-  ) {
+  if (endpoint !== undefined && (typeof endpoint !== 'string' || !isHttpUrl(endpoint))) {
     throw invalid(
       'remote.s3.endpoint',
       'an http(s):// URL',
