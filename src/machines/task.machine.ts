@@ -204,6 +204,7 @@ export const taskMachine = setup({
             reply: params.reply,
             remainder: remainderFormat(context.services.rescale),
             s3: context.services.remote?.s3,
+            ending: context.ending,
           },
         });
       },
