@@ -9,7 +9,7 @@ import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import type { TaskHooks, TaskServices } from './machines/task-services.ts';
-import { withHooks } from './machines/task-hooks.ts';
+import { checkHookTargets, withHooks } from './machines/task-hooks.ts';
 import { Mailbox } from './services/mailbox.ts';
 import { SerialExecutor } from './services/executor.ts';
 import { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
@@ -84,6 +84,8 @@ export function startRecoveryOn(
   options: StartOptions,
 ): StartedRecovery {
   validateRecoverOptions(options, ['hooks', 'flinkPlan']);
+  // A hook whose actor the machine does not invoke would never run: refused, loudly.
+  if (options.hooks !== undefined) checkHookTargets(machine);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);

@@ -8,7 +8,7 @@
  * channel's tail and the upstream's head counts as a partial piece there, never as a record.
  */
 import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listFlinkCheckpoint } from '../../src/index.ts';
@@ -217,6 +217,35 @@ describe('counting refuses what it cannot read, in one line', () => {
     expect(text.code).toBe(2);
     expect(text.stdout).toBe('');
     expect(text.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('flink report and flink diff under a --type the values do not have: exit 2, one line, no page and nothing beside it', async () => {
+    const dir = await tempDir();
+    try {
+      const type = 'Tuple<Long, Integer, String>';
+      const r = await runCli([
+        'flink',
+        'report',
+        f.checkpoint,
+        '--out',
+        join(dir, 'r.html'),
+        '--type',
+        type,
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(
+        /corrupt checkpoint at byte \d+: operator .* subtask \d+: .* element \d+: /,
+      );
+      expect(r.stderr).not.toContain('    at ');
+      expect(await readdir(dir)).toEqual([]);
+      const d = await runCli(['flink', 'diff', f.checkpoint, f.checkpoint, '--type', type]);
+      expect(d.code).toBe(2);
+      expect(d.stdout).toBe('');
+      expect(d.stderr.trim().split('\n')).toHaveLength(1);
+    } finally {
+      await removeDir(dir);
+    }
   });
 
   it('a --type syntax error points at the character, before anything is read; --relocate without counting is a usage error', async () => {
