@@ -17,6 +17,7 @@ import { redactLocation } from '../../locations/redact.ts';
 import { isRemoteLocation } from '../../locations/schemes.ts';
 import { isWebPage, WEB_PAGE_ANSWER } from '../web-page.ts';
 import { MetadataInput } from './metadata-input.ts';
+import { FLINK_METADATA_MAGIC, METADATA_FILE_NAME } from './metadata-file.ts';
 import {
   readChannelHandleV1,
   readChannelHandlesV2,
@@ -37,14 +38,10 @@ import type {
 export type * from './metadata-types.ts';
 export { resolveOperator, describeOperator } from './metadata-resolve.ts';
 
-/** `Checkpoints.HEADER_MAGIC_NUMBER`. */
-export const FLINK_METADATA_MAGIC = 0x4960672d;
 /** The metadata versions this reader reads. */
 export const FLINK_METADATA_VERSIONS: readonly number[] = [3, 4, 5, 6];
 /** `MetadataV2V3SerializerBase.MASTER_STATE_MAGIC_NUMBER`. */
 const MASTER_STATE_MAGIC = 0xc96b1696 | 0;
-/** The file name Flink gives a checkpoint's metadata. */
-export const METADATA_FILE_NAME = '_metadata';
 
 /**
  * Reads the `_metadata` of a Flink checkpoint: `location` is the file itself or a directory
