@@ -15,6 +15,7 @@ import type { FilteringFigures } from './rescale.ts';
 import type { RssFigures } from './rss.ts';
 import type { BenchOptions } from './run.ts';
 import type { StartupFigures } from './startup.ts';
+import type { TmpfsEndToEnd } from './tmpfs-phases.ts';
 import { round, type Spread } from './stats.ts';
 import type { MadeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 
@@ -95,7 +96,7 @@ export interface BenchDetails {
   cancel: CancelFigures;
   rss: RssFigures;
   e2e: EndToEndFigures;
-  e2eTmpfs: OrSkipped<EndToEndFigures>;
+  e2eTmpfs: OrSkipped<TmpfsEndToEnd>;
   channels: OrSkipped<ChannelFigures>;
   startup: StartupFigures;
   filtering: FilteringFigures;

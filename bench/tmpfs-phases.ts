@@ -4,9 +4,9 @@
  * Each mounts its own tmpfs, sized to its peak, and unmounts it whatever happens; where no
  * tmpfs can be mounted (not root, not Linux) each says why instead.
  */
-import { copyFile, mkdir } from 'node:fs/promises';
+import { copyFile, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { MadeCheckpoint } from '../src/services/formats/spwc/generator.ts';
+import { makeCheckpoint, type MadeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { measureChannels, type ChannelFigures } from './channels.ts';
 import { measureEndToEnd, type EndToEndFigures } from './e2e.ts';
@@ -53,19 +53,45 @@ export async function onTmpfs(
   }
 }
 
-/** The end-to-end pairs again with checkpoint, spill root and outputs on a tmpfs. */
+/** The tmpfs end-to-end figures: the bench's usual shape, and Flink-sized entries. */
+export type TmpfsEndToEnd = EndToEndFigures & {
+  /** The same payload, 32 channels, in entries of at most 32 KiB (Flink's network buffers). */
+  flinkSizedEntries: EndToEndFigures;
+};
+
+/**
+ * The end-to-end pairs again with checkpoint, spill root and outputs on a tmpfs: on the disk
+ * phase's checkpoint (entries up to 256 KiB), then on one of the same size in entries of at
+ * most 32 KiB, the size Flink writes them in.
+ */
 export async function onTmpfsEndToEnd(
   checkpoint: string,
   dir: string,
   options: BenchOptions,
-): Promise<OrSkipped<EndToEndFigures>> {
+): Promise<OrSkipped<TmpfsEndToEnd>> {
   // The checkpoint, then per side a spill copy and an output copy.
   const tmpfs = await mountTmpfs(join(dir, 'tmpfs-e2e'), Math.ceil(3.3 * options.e2eMb) + 64);
   if ('reason' in tmpfs) return { skipped: tmpfs.reason };
   try {
     const copy = join(tmpfs.path, 'e2e.spwc');
     await copyFile(checkpoint, copy);
-    return await measureEndToEnd(copy, tmpfs.path, options.e2eRuns, options.signal);
+    const usual = await measureEndToEnd(copy, tmpfs.path, options.e2eRuns, options.signal);
+    await rm(copy);
+    const small = await makeCheckpoint({
+      out: join(tmpfs.path, 'e2e-32k.spwc'),
+      mb: options.e2eMb,
+      gates: 8,
+      channels: 4,
+      maxEntryBytes: 32 * 1024,
+      seed: options.seed + 4,
+    });
+    const flinkSizedEntries = await measureEndToEnd(
+      small.path,
+      tmpfs.path,
+      options.e2eRuns,
+      options.signal,
+    );
+    return { ...usual, flinkSizedEntries };
   } finally {
     await tmpfs.unmount();
   }

@@ -213,6 +213,13 @@ function detailRows(d: BenchDetails): [string, string][] {
       'recover vs dd',
       `${fmt(d.e2e.recoverMs, ' ms')} vs ${fmt(d.e2e.ddMs, ' ms')} (${d.options.e2eMb} MiB, 32 channels)`,
     ],
+    [
+      'recover vs dd, tmpfs',
+      'skipped' in d.e2eTmpfs
+        ? `skipped: ${d.e2eTmpfs.skipped}`
+        : `${fmt(d.e2eTmpfs.recoverMs, ' ms')} vs ${fmt(d.e2eTmpfs.ddMs, ' ms')}; entries ≤ 32 KiB: ` +
+          `${fmt(d.e2eTmpfs.flinkSizedEntries.ratio)} (${fmt(d.e2eTmpfs.flinkSizedEntries.recoverMs, ' ms')})`,
+    ],
     ['start-up', `${fmt(d.startup.spillwayMs, ' ms')} vs node ${fmt(d.startup.nodeMs, ' ms')}`],
     [
       'rescale 0/2 fetch',
