@@ -47,6 +47,7 @@ export type {
 };
 import { AbortedError, CancelledError, toError } from './services/errors.ts';
 import type { FlinkReadPlan } from './services/formats/flink/entry-source.ts';
+import type { FileSystem } from './services/fs.ts';
 
 /** What tests and the demo's pool add to the public options. */
 export interface StartOptions extends PublicRecoverOptions {
@@ -59,6 +60,8 @@ export interface StartOptions extends PublicRecoverOptions {
    * for every recovery of a run): the fetch stage does not read it again.
    */
   flinkPlan?: FlinkReadPlan;
+  /** A file seam for this recovery's spill root (its sweep, owner dir); spill files: fsSeam. */
+  fs?: FileSystem;
 }
 
 /** A recovery with the task actor's full XState type (tests, the pool, the bench). */
@@ -83,7 +86,7 @@ export function startRecoveryOn(
   machine: typeof taskMachine,
   options: StartOptions,
 ): StartedRecovery {
-  validateRecoverOptions(options, ['hooks', 'flinkPlan']);
+  validateRecoverOptions(options, ['hooks', 'flinkPlan', 'fs']);
   // A hook whose actor the machine does not invoke would never run: refused, loudly.
   if (options.hooks !== undefined) checkHookTargets(machine);
   const started = performance.now();
@@ -168,6 +171,7 @@ function openSpillRoot(options: StartOptions): {
   const stopSweep = new AbortController();
   const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot), {
     signal: stopSweep.signal,
+    ...(options.fs !== undefined ? { fs: options.fs } : {}),
   });
   // Surfaces through the fetch stage; do not let an unused rejection crash the process.
   spillRoot.catch(() => undefined);
