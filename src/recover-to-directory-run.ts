@@ -8,6 +8,7 @@ import { startRecovery, type StartOptions, type StartedRecovery } from './recove
 import type { DirectoryReport, RecoverToDirectoryOptions } from './recover-to-directory-types.ts';
 import { recoverIntoDirectory, type SideRequest } from './services/outputs/recover-to-directory.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
+import { withFanOut } from './services/spill/fan-out-spill.ts';
 
 /** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
 export interface DirectoryHooks {
@@ -67,9 +68,12 @@ export async function runRecoveryToDirectory(
           ...flinkOf(request),
           ...(rescale !== undefined
             ? {
+                // A fan-out filters for every new subtask: its subtask 0 only checks.
                 rescale: (request.rescaleSubtask !== undefined
                   ? { ...rescale, subtask: request.rescaleSubtask }
-                  : rescale) as RescaleOption,
+                  : request.rescaleFanOut !== undefined
+                    ? withFanOut({ ...rescale, subtask: 0 }, request.rescaleFanOut)
+                    : rescale) as RescaleOption,
               }
             : {}),
         }),

@@ -10,44 +10,74 @@ import { describeValue as describe, invalidOption as invalid } from './services/
 import { checkFlinkKey } from './services/formats/flink/stream-element.ts';
 import { didYouMean } from './services/did-you-mean.ts';
 import { checkRange, type RangedOption } from './services/option-ranges.ts';
+import { isHttpUrl } from './services/locations/schemes.ts';
+import type { RemoteOptions, S3Options } from './services/locations/remote-options.ts';
+import type { RecordPredicate } from './services/rescale/rescale-options.ts';
+import type { RescaleTarget } from './services/rescale/key-groups.ts';
+import type { SpillLimits } from './services/spill/limits.ts';
+import type { FlinkSelection } from './services/formats/flink/entry-source.ts';
+import type { CheckpointOptions, RecoverOptions } from './recovery-types.ts';
+
+/**
+ * The keys of an options type, as a list to check a caller's object against: one table per
+ * type, which the compiler holds to the type (a key the type lacks, or one of its keys left
+ * out, is a type error), so no key list is copied by hand.
+ */
+function keysOf<T>(table: Record<keyof T & string, true>): readonly string[] {
+  return Object.keys(table);
+}
 
 /** The keys `recoverChannelState` knows; any other is a mistake (`singal` for `signal`). */
-const RECOVER_KEYS = [
-  'checkpoint',
-  'channels',
-  'spillRoot',
-  'signal',
-  'inspect',
-  'limits',
-  'remote',
-  'taskId',
-  'autoFinish',
-  'abandonAfterMs',
-  'onProgress',
-  'progressIntervalMs',
-  'rescale',
-  'flink',
-] as const;
-const LIMIT_KEYS = ['maxSpillFileBytes', 'maxSegmentBytes', 'bufferBytes', 'readChunkBytes'];
-const REMOTE_KEYS = [
-  'maxRetries',
-  'backoffMs',
-  'maxBackoffMs',
-  'stallTimeoutMs',
-  'deadlineMs',
-  'onRetry',
-  's3',
-];
-const S3_KEYS = ['endpoint', 'region', 'credentials'];
-const RESCALE_KEYS = [
-  'subtask',
-  'parallelism',
-  'maxParallelism',
-  'keyBytes',
-  'maxRecordBytes',
-  'keep',
-];
-const CHECKPOINT_KEYS = ['out', 'signal'];
+const RECOVER_KEYS = keysOf<RecoverOptions>({
+  checkpoint: true,
+  channels: true,
+  spillRoot: true,
+  signal: true,
+  inspect: true,
+  limits: true,
+  remote: true,
+  taskId: true,
+  autoFinish: true,
+  abandonAfterMs: true,
+  onProgress: true,
+  progressIntervalMs: true,
+  rescale: true,
+  flink: true,
+});
+const LIMIT_KEYS = keysOf<SpillLimits>({
+  maxSpillFileBytes: true,
+  maxSegmentBytes: true,
+  bufferBytes: true,
+  readChunkBytes: true,
+});
+const REMOTE_KEYS = keysOf<RemoteOptions>({
+  maxRetries: true,
+  backoffMs: true,
+  maxBackoffMs: true,
+  stallTimeoutMs: true,
+  deadlineMs: true,
+  onRetry: true,
+  s3: true,
+});
+const S3_KEYS = keysOf<S3Options>({ endpoint: true, region: true, credentials: true });
+/** Both forms of `rescale` (a target or a `keep` predicate), and the cap they share. */
+const RESCALE_KEYS = keysOf<RescaleTarget & RecordPredicate & { maxRecordBytes?: number }>({
+  subtask: true,
+  parallelism: true,
+  maxParallelism: true,
+  keyBytes: true,
+  maxRecordBytes: true,
+  keep: true,
+});
+const CHECKPOINT_KEYS = keysOf<CheckpointOptions>({ out: true, signal: true });
+const FLINK_KEYS = keysOf<FlinkSelection>({
+  operator: true,
+  subtask: true,
+  outputState: true,
+  key: true,
+  allowPaths: true,
+  relocate: true,
+});
 
 /**
  * Throws a `TypeError` (`ERR_INVALID_ARG_VALUE`) naming the first key of `o` that is not in
@@ -198,10 +228,7 @@ function validateRemote(remote: unknown): void {
   if (s3 === null || typeof s3 !== 'object') throw invalid('remote.s3', 'an object', s3);
   checkKnownKeys('options.remote.s3', s3, S3_KEYS);
   const endpoint = (s3 as Record<string, unknown>).endpoint;
-  if (
-    endpoint !== undefined &&
-    (typeof endpoint !== 'string' || !/^https?:\/\/[^/]/i.test(endpoint))
-  ) {
+  if (endpoint !== undefined && (typeof endpoint !== 'string' || !isHttpUrl(endpoint))) {
     throw invalid(
       'remote.s3.endpoint',
       'an http(s):// URL',
@@ -216,14 +243,7 @@ function validateFlink(flink: unknown, rescaling: boolean): void {
   if (flink === null || typeof flink !== 'object') throw invalid('flink', 'an object', flink);
   const f = flink as Record<string, unknown>;
   // An unknown key names the closest known one, as at every other level of the options.
-  checkKnownKeys('options.flink', f, [
-    'operator',
-    'subtask',
-    'outputState',
-    'key',
-    'allowPaths',
-    'relocate',
-  ]);
+  checkKnownKeys('options.flink', f, FLINK_KEYS);
   if (typeof f.operator !== 'string' || f.operator === '') {
     throw invalid('flink.operator', 'an operator id, uid or name (a non-empty string)', f.operator);
   }

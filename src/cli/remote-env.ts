@@ -5,6 +5,7 @@
  */
 import { OPTION_RANGES } from '../services/option-ranges.ts';
 import type { RemoteOptions } from '../services/locations/remote-options.ts';
+import { isHttpUrl } from '../services/locations/schemes.ts';
 import { UsageError } from './args.ts';
 
 const KNOBS = {
@@ -32,7 +33,7 @@ export function remoteOptionsFromEnv(
   env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const options: RemoteOptions = {};
   if (s3Endpoint !== undefined) {
-    if (!/^https?:\/\/[^/]/i.test(s3Endpoint)) {
+    if (!isHttpUrl(s3Endpoint)) {
       throw new UsageError(`--s3-endpoint must be an http(s):// URL, got '${s3Endpoint}'`);
     }
     options.s3 = { endpoint: s3Endpoint };

@@ -12,6 +12,7 @@ import type { RecordReport } from '../services/spill/filtering-spill.ts';
 import type { RescaleTarget } from '../services/rescale/key-groups.ts';
 import type { RescaleAll } from '../recover-to-directory.ts';
 import { resolveRescaleTarget } from '../services/rescale/rescale-options.ts';
+import { isUri } from '../services/locations/schemes.ts';
 import { intOption, stringOption, UsageError, type OptionSpec, type Parsed } from './args.ts';
 
 /** The options this module reads, for the command's `parse` spec. */
@@ -146,7 +147,7 @@ export function recordRows(records: RecordReport | undefined): [string, number][
  * ```
  */
 export async function refuseV1ForRescale(path: string, shown: string): Promise<void> {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path)) return;
+  if (isUri(path)) return;
   let header: Buffer;
   try {
     const file = await open(path, 'r');

@@ -53,16 +53,23 @@ async function compareWithPerI(
       '--rescale',
       `${i}/${parallelism}`,
       ...extra,
+      '--json',
     ]);
     expect(single.code, single.stderr).toBe(0);
     for (const [p, v] of await files(one)) want.set(`subtask-${i}/${p}`, v);
+    const alone = JSON.parse(single.stdout);
+    // The counts of new subtask I are those of its own run ...
+    expect(json.subtasks[i].input.records).toEqual(alone.records);
+    expect(json.subtasks[i].input.bytes).toBe(alone.bytes);
+    // ... and the checkpoint was read once: as many entries as one per-I run reads, not P×.
+    expect(json.entries).toBe(alone.entries);
   }
   expect(got).toEqual(want);
   expect(got.size).toBeGreaterThan(0);
   expect(await spillLeftovers(root)).toEqual([]);
 }
 
-describe('recover --rescale P equals the per-I runs', () => {
+describe('recover --rescale P equals the per-I runs, from one read of the checkpoint', () => {
   for (const f of fixtures as FlinkFixture[]) {
     for (const p of [2, 3, 5]) {
       it(`${f.name}: --operator ${KEYED.slice(0, 8)}… --rescale ${p} (no --subtask)`, async () => {

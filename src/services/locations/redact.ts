@@ -4,7 +4,7 @@
  * credential chain's secrets live in the environment. Every message, log line and inspector
  * field that names a remote checkpoint goes through here first.
  */
-import { isRemoteLocation } from './schemes.ts';
+import { isRemoteLocation, remoteUrlsInText } from './schemes.ts';
 import { rememberSecrets, secretsSeen } from './secrets.ts';
 
 /** What replaces a query string or user info. */
@@ -62,7 +62,7 @@ export function redactText(text: string, env: NodeJS.ProcessEnv = process.env): 
     out = out.split(secret).join(REDACTED);
   }
   // A URL in prose runs to the next white space (a quote may be part of a password).
-  out = out.replace(/\b(?:https?|s3):\/\/\S*/gi, (url) => {
+  out = out.replace(remoteUrlsInText(), (url) => {
     // Closing punctuation of the sentence is kept as it was.
     const tail = /['")\],.;:]*$/.exec(url)![0];
     return redactOneUrl(url.slice(0, url.length - tail.length)) + tail;

@@ -8,6 +8,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RemoteError } from '../errors.ts';
 import type { S3Options } from './remote-options.ts';
+import { bucketAndKey, prefixOf } from './schemes.ts';
 
 export type { S3Options };
 
@@ -16,14 +17,13 @@ export type S3Sdk = typeof import('@aws-sdk/client-s3');
 
 /** `s3://bucket/key` split; a location without a bucket or key is bad input. */
 export function parseS3Location(location: string): { bucket: string; key: string } | undefined {
-  const m = /^s3:\/\/([^/?#]+)\/([^?#]+)$/i.exec(location);
-  return m === null ? undefined : { bucket: m[1]!, key: decodeURIComponent(m[2]!) };
+  return bucketAndKey(location, 's3');
 }
 
 let sdk: Promise<S3Sdk> | undefined;
 
 /** Loads the SDK once; a missing optional dependency is one clear line, not a stack. */
-export function loadS3Sdk(location = 's3://'): Promise<S3Sdk> {
+export function loadS3Sdk(location = prefixOf('s3')): Promise<S3Sdk> {
   // A specifier in a variable keeps bundlers and the type-only import above from pulling it in.
   const name = '@aws-sdk/client-s3';
   sdk ??= (import(name) as Promise<S3Sdk>).catch((error: unknown) => {

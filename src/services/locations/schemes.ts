@@ -9,6 +9,7 @@
  * and resolves them. So a URL is parsed first, its segments are then checked once more under
  * every percent-decoding a server might apply (`..%2f..`), and only then compared with a root.
  */
+import { fileURLToPath } from 'node:url';
 import { rememberSecret, rememberSecrets } from './secrets.ts';
 
 /** What kind of place a location names. */
@@ -48,9 +49,101 @@ export const SCHEMES: Readonly<Record<LocationKind, SchemeFacts>> = {
  */
 export function kindOf(location: string): LocationKind | { unknown: string } {
   if (/^file:/i.test(location)) return 'file';
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1]?.toLowerCase();
+  const scheme = URI_SCHEME.exec(location)?.[1]?.toLowerCase();
   if (scheme === undefined) return 'local';
-  return scheme === 'http' || scheme === 'https' || scheme === 's3' ? scheme : { unknown: scheme };
+  return isRemoteKind(scheme) ? scheme : { unknown: scheme };
+}
+
+/** `scheme://` at the start of a location: any scheme, known or not. */
+const URI_SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+
+/** The kinds that are URLs with a host (every kind but a path and a `file:` URI). */
+export type RemoteKind = Exclude<LocationKind, 'local' | 'file'>;
+
+/** Whether `kind` is a remote row of the table. */
+function isRemoteKind(kind: string): kind is RemoteKind {
+  return kind !== 'local' && kind !== 'file' && Object.hasOwn(SCHEMES, kind);
+}
+
+/** The remote kinds, from the table. */
+const REMOTE_KINDS = (Object.keys(SCHEMES) as LocationKind[]).filter((k) => SCHEMES[k].remote);
+
+/**
+ * Whether `location` starts with `scheme://` (any scheme, even one not in the table): a URI
+ * rather than a local path.
+ *
+ * @example
+ * ```ts
+ * isUri('hdfs://nn/x'); // true
+ * isUri('/tmp/x'); // false
+ * ```
+ */
+export function isUri(location: string): boolean {
+  return URI_SCHEME.test(location);
+}
+
+/** `kind://`, the prefix of a location of that kind (for messages and defaults). */
+export function prefixOf(kind: RemoteKind): string {
+  return `${kind}://`;
+}
+
+/**
+ * Whether `text` is an `http(s)://` URL with a host: what an endpoint (`--s3-endpoint`,
+ * `remote.s3.endpoint`) must be.
+ *
+ * @example
+ * ```ts
+ * isHttpUrl('http://127.0.0.1:9000'); // true
+ * isHttpUrl('s3://b'); // false
+ * ```
+ */
+export function isHttpUrl(text: string): boolean {
+  return /^https?:\/\/[^/]/i.test(text);
+}
+
+/**
+ * A URL in prose, from a remote scheme of the table to the next white space (a quote may be
+ * part of a password): what {@link redactText} looks for. Global, so `replace` finds each.
+ */
+export function remoteUrlsInText(): RegExp {
+  return new RegExp(`\\b(?:${REMOTE_KINDS.join('|')}):\\/\\/\\S*`, 'gi');
+}
+
+/**
+ * An object store's `kind://bucket/key` split (the key percent-decoded), or undefined for a
+ * location of another kind or without a bucket or a key.
+ *
+ * @example
+ * ```ts
+ * bucketAndKey('s3://b/job/cp%201.spwc', 's3'); // { bucket: 'b', key: 'job/cp 1.spwc' }
+ * ```
+ */
+export function bucketAndKey(
+  location: string,
+  kind: RemoteKind,
+): { bucket: string; key: string } | undefined {
+  const m = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]+)\/([^?#]+)$/i.exec(location);
+  if (m === null || m[1]!.toLowerCase() !== kind) return undefined;
+  return { bucket: m[2]!, key: decodeURIComponent(m[3]!) };
+}
+
+/**
+ * A `file:` URI (`file:/a`, `file:///a`, `file://localhost/a`) as a local path; anything else
+ * (a path, another scheme, a `file:` URI the parser refuses) as it is.
+ *
+ * @example
+ * ```ts
+ * localPathOf('file:/ckpt/job'); // '/ckpt/job'
+ * localPathOf('s3://b/k'); // 's3://b/k'
+ * ```
+ */
+export function localPathOf(location: string): string {
+  if (kindOf(location) !== 'file') return location;
+  try {
+    return fileURLToPath(new URL(location.replace(/^file:\/(?!\/)/i, 'file:///')));
+  } catch {
+    return location;
+  }
 }
 
 /** The facts of `location`'s kind, or undefined for a scheme not in the table. */
@@ -74,7 +167,7 @@ export function isRemoteLocation(location: string): boolean {
 
 /** A remote URL as it will be requested. */
 export interface RemoteUrl {
-  readonly kind: 'http' | 'https' | 's3';
+  readonly kind: RemoteKind;
   /** `scheme://host[:port]`, the host lower-cased (its only case-insensitive part but the scheme). */
   readonly origin: string;
   /** The user info as written in the URL (percent-encoded), `''` when there is none. */
@@ -110,7 +203,7 @@ export function parseRemote(location: string): RemoteUrl {
     throw new UnusableUrl('not a URL the HTTP client can request');
   }
   const kind = url.protocol.slice(0, -1).toLowerCase();
-  if (kind !== 'http' && kind !== 'https' && kind !== 's3') {
+  if (!isRemoteKind(kind)) {
     throw new UnusableUrl(`not an http(s):// or s3:// URL`);
   }
   let credentials: RemoteUrl['credentials'];

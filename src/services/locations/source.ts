@@ -8,9 +8,10 @@ import { fsConstants as constants } from '../fs.ts';
 import { CheckpointPathError, cleanUpOnFailure, errnoOf } from '../errors.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
 import { httpFetcher, type HttpFetcherOptions } from './http-source.ts';
-import { factsOf, isRemoteLocation } from './schemes.ts';
+import { factsOf, isRemoteLocation, type SchemeFacts } from './schemes.ts';
 import type { RemoteOptions } from './remote-options.ts';
-import { openResumable, type ResumableOptions } from './resume.ts';
+import { openResumable } from './resume.ts';
+import type { ResumableOptions } from './range-fetcher.ts';
 import { s3Fetcher } from './s3-source.ts';
 
 /**
@@ -191,13 +192,22 @@ export async function openCheckpointSource(
 ): Promise<{ file: CheckpointByteSource; bytes: number }> {
   const reader = factsOf(location)?.reader ?? 'file';
   if (reader === 'file') return openCheckpointFile(location, options.planned);
-  const fetcher =
-    reader === 's3'
-      ? s3Fetcher(location, options.s3)
-      : httpFetcher(location, { redirects: options.redirects ?? 'follow' });
-  const file = await openResumable(fetcher, options);
+  const file = await openResumable(REMOTE_READERS[reader](location, options), options);
   return { file, bytes: file.bytes };
 }
+
+/**
+ * The remote readers, by the `reader` the scheme table gives a location: a new reader in the
+ * table is a compile error here until it is registered (a new scheme is its row, its module and
+ * this line).
+ */
+const REMOTE_READERS: Record<
+  Exclude<SchemeFacts['reader'], 'file'>,
+  (location: string, options: SourceOptions) => Parameters<typeof openResumable>[0]
+> = {
+  http: (location, options) => httpFetcher(location, { redirects: options.redirects ?? 'follow' }),
+  s3: (location, options) => s3Fetcher(location, options.s3),
+};
 
 /**
  * Checks that `location` is a usable checkpoint (opens and closes it; for a remote one, one

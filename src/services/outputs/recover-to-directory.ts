@@ -28,6 +28,8 @@ import {
 } from '../formats/flink/entry-source.ts';
 import type { FlinkCheckpointMetadata } from '../formats/flink/metadata-types.ts';
 import type { RecordReport } from '../spill/filtering-spill.ts';
+import { addRecordReports, type RescaleFanOut } from '../spill/fan-out-spill.ts';
+import { recoverFannedOut } from './rescale-fan-out.ts';
 import { ChannelFileSink } from './channel-files.ts';
 import {
   CHANNEL_FILE_RE,
@@ -63,6 +65,8 @@ export interface SideRequest {
   readonly flink?: PlannedFlinkSelection | undefined;
   /** `--rescale P`: the new subtask this recovery is for (the rest of the target is the caller's). */
   readonly rescaleSubtask?: number | undefined;
+  /** `--rescale P`: every new subtask in this one recovery, its channels under virtual gates. */
+  readonly rescaleFanOut?: RescaleFanOut | undefined;
   /** Which side it recovers, and into which directory under DIR (`''`: DIR itself). */
   readonly side: OutputSide;
   readonly dir: string;
@@ -177,41 +181,61 @@ export async function recoverIntoDirectory(
   const sinks: { sink: ChannelFileSink; side: OutputSide; dir: string }[] = [];
   const results: DirectoryUnit[] = [];
   let retries = 0;
+  let fannedTotal: SideReport | undefined;
   try {
     // After the open: it has rolled back (or completed) what a dead run left in DIR.
     if (nested) await refuseTakenNames(options.out, units);
     for (const unit of units) {
-      const result: DirectoryUnit = {
+      results.push({
         dir: unit.dir,
         ...(unit.operator !== undefined ? { operator: unit.operator } : {}),
         ...(unit.uid !== undefined ? { uid: unit.uid } : {}),
         ...(unit.subtask !== undefined ? { subtask: unit.subtask } : {}),
-      };
-      results.push(result);
-      const staging = unit.dir === '' ? out.stagingDir : join(out.stagingDir, unit.dir);
-      if (unit.dir !== '') await fsSeam.mkdir(staging, { recursive: true, mode: 0o700 });
-      for (const { side, flink, rescaleSubtask } of unit.sides) {
-        if (options.signal?.aborted === true) {
-          throw new AbortedError('recovery into a directory cancelled', {
-            cause: options.signal.reason,
-          });
+      });
+    }
+    if (options.rescaleAll !== undefined) {
+      // Every new subtask from one read of the channel state.
+      const fanned = await recoverFannedOut(
+        units.map((u) => ({ dir: u.dir, flink: u.sides[0]?.flink })),
+        out.stagingDir,
+        sinks as { sink: ChannelFileSink; side: 'input'; dir: string }[],
+        start,
+        options.onStart,
+      );
+      retries += fanned.retries;
+      // The read's own counts are the total's: one read, not one per new subtask.
+      fannedTotal = fanned.total;
+      fanned.shares.forEach((share, i) => {
+        results[i]!.input = { ...share, spillFiles: 0, spilledBytes: 0, entries: 0, durationMs: 0 };
+      });
+    } else {
+      for (const [u, unit] of units.entries()) {
+        const result = results[u]!;
+        const staging = unit.dir === '' ? out.stagingDir : join(out.stagingDir, unit.dir);
+        if (unit.dir !== '') await fsSeam.mkdir(staging, { recursive: true, mode: 0o700 });
+        for (const { side, flink, rescaleSubtask } of unit.sides) {
+          if (options.signal?.aborted === true) {
+            throw new AbortedError('recovery into a directory cancelled', {
+              cause: options.signal.reason,
+            });
+          }
+          const sink = new ChannelFileSink(staging, {}, (info) => channelFileName(side, info));
+          sinks.push({ sink, side, dir: unit.dir });
+          const request: SideRequest = {
+            channels: (info) => sink.consumer(info),
+            flink,
+            rescaleSubtask,
+            side,
+            dir: unit.dir,
+            stagingDir: staging,
+          };
+          options.onStart?.(request);
+          const recovery = start(request);
+          const report = await recovery.done;
+          await sink.finish();
+          retries += recovery.progress().retries;
+          result[side] = report;
         }
-        const sink = new ChannelFileSink(staging, {}, (info) => channelFileName(side, info));
-        sinks.push({ sink, side, dir: unit.dir });
-        const request: SideRequest = {
-          channels: (info) => sink.consumer(info),
-          flink,
-          rescaleSubtask,
-          side,
-          dir: unit.dir,
-          stagingDir: staging,
-        };
-        options.onStart?.(request);
-        const recovery = start(request);
-        const report = await recovery.done;
-        await sink.finish();
-        retries += recovery.progress().retries;
-        result[side] = report;
       }
     }
     const names = sinks.flatMap(({ sink, side, dir }) =>
@@ -221,7 +245,7 @@ export async function recoverIntoDirectory(
     // run; after it, the run is complete and a late signal changes nothing.
     await out.publish(names, options.signal !== undefined ? { signal: options.signal } : {});
     return {
-      total: sumReports(results.flatMap((u) => [u.input, u.output])),
+      total: fannedTotal ?? sumReports(results.flatMap((u) => [u.input, u.output])),
       units: results,
       retries,
       files: names.length,
@@ -397,14 +421,10 @@ function sumReports(reports: readonly (SideReport | undefined)[]): SideReport {
     total.entries += r.entries;
     total.durationMs += r.durationMs;
     if (r.records !== undefined) {
-      const into = (total.records ??= { read: 0, kept: 0, dropped: 0 });
-      into.read += r.records.read;
-      into.kept += r.records.kept;
-      into.dropped += r.records.dropped;
-      for (const k of ['watermarks', 'elementsDropped', 'cut'] as const) {
-        const n = r.records[k];
-        if (n !== undefined) into[k] = (into[k] ?? 0) + n;
-      }
+      total.records = addRecordReports([
+        total.records ?? { read: 0, kept: 0, dropped: 0 },
+        r.records,
+      ]);
     }
   }
   return total;

@@ -15,7 +15,8 @@ import type { FetchedChannelState } from './fetched-state.ts';
 import type { SpillLimits } from './limits.ts';
 import type { ProgressCounters } from '../progress.ts';
 import { SpillWriter } from './spill-writer.ts';
-import { FilteringSpill, type RecordReport } from './filtering-spill.ts';
+import type { RecordReport } from './filtering-spill.ts';
+import { FilterSet, addRecordReports, fanOutOf, type RescaleFanOut } from './fan-out-spill.ts';
 import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
 import type { RemoteOptions } from '../locations/remote-options.ts';
 
@@ -107,12 +108,25 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
     // Rescaling swaps in the filtering handler over the same writer (Flink's handler factory).
     // A Flink source's rules need the operator's max parallelism: made once it is known.
     const { flink, rescale } = input;
+    // `recover --rescale P`: every new subtask in this one read (fan-out-spill.ts).
+    const fanOut = fanOutOf(rescale);
+    // The new subtasks one read filters for: the target's, or (fan-out) every one.
+    const targets = <T>(rules: (target: RescaleOption) => T): T[] =>
+      fanOut === undefined
+        ? [rules(rescale!)]
+        : Array.from({ length: fanOut.parallelism }, (_, subtask) =>
+            rules({ ...rescale!, subtask }),
+          );
     let filter =
       rescale === undefined || flink !== undefined
         ? undefined
-        : new FilteringSpill(writer, recordRules(rescale, input.checkpoint));
+        : new FilterSet(
+            writer,
+            targets((target) => recordRules(target, input.checkpoint)),
+            fanOut !== undefined,
+          );
     let filtering: EntryVisitor | undefined = filter?.visitor(onChunk);
-    let flinkRules: FlinkRecordRules | undefined;
+    let flinkRules: FlinkRecordRules[] | undefined;
     const verbatim: EntryVisitor = {
       onEntry(gate, channel) {
         current.gate = gate;
@@ -139,14 +153,16 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       onFlinkOperator:
         flink !== undefined && rescale !== undefined
           ? ({ operator, metadata }) => {
-              flinkRules = flinkRecordRules(
-                rescale,
-                flink.key,
-                operator.maxParallelism,
-                metadata.location,
-                operator.parallelism,
+              flinkRules = targets((target) =>
+                flinkRecordRules(
+                  target,
+                  flink.key,
+                  operator.maxParallelism,
+                  metadata.location,
+                  operator.parallelism,
+                ),
               );
-              filter = new FilteringSpill(writer, flinkRules);
+              filter = new FilterSet(writer, flinkRules, fanOut !== undefined);
               filtering = filter.visitor(onChunk);
             }
           : undefined,
@@ -165,7 +181,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         : {}),
     });
     // A cut tail of an old subtask Flink does not assign the new one is never missed.
-    filter?.finish(flink !== undefined, flinkRules?.assigned);
+    filter?.finish(flink !== undefined, (i) => flinkRules?.[i]?.assigned);
     const state = await writer.close();
     if (progress !== undefined) {
       progress.bytesSpilled = writer.spilledBytes;
@@ -180,14 +196,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
       spilledBytes: writer.spilledBytes,
       payloadBytes: summary.payloadBytes,
       entries: summary.entries,
-      ...(filter !== undefined
-        ? {
-            records:
-              flinkRules !== undefined
-                ? { ...recordsOnly(filter.counts, flinkRules.elements), cut: filter.cutTails }
-                : { ...filter.counts },
-          }
-        : {}),
+      ...(filter !== undefined ? { records: recordReport(filter, flinkRules, fanOut) } : {}),
     };
   } catch (caught) {
     report(caught);
@@ -201,6 +210,26 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * A rescaled read's record counts: one new subtask's, or (fan-out) every one's added up, each
+ * new subtask's own handed to `fanOut.onRecords`.
+ */
+function recordReport(
+  filters: FilterSet,
+  flinkRules: readonly FlinkRecordRules[] | undefined,
+  fanOut: RescaleFanOut | undefined,
+): RecordReport {
+  const bySubtask = filters.filters.map((f, i): RecordReport => {
+    const rules = flinkRules?.[i];
+    return rules !== undefined
+      ? { ...recordsOnly(f.counts, rules.elements), cut: f.cutTails }
+      : { ...f.counts };
+  });
+  if (fanOut === undefined) return bySubtask[0]!;
+  fanOut.onRecords?.(bySubtask);
+  return addRecordReports(bySubtask);
 }
 
 /**

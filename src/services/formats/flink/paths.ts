@@ -8,7 +8,6 @@
  * caller gave. Symlinks are judged by where they really lead.
  */
 import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CheckpointPathError, errnoOf } from '../../errors.ts';
 import { fsSeam } from '../../fs.ts';
 import type { PlannedFile } from '../../locations/source.ts';
@@ -17,6 +16,7 @@ import {
   factsOf,
   isRemoteLocation,
   kindOf,
+  localPathOf,
   remoteParent,
   remoteWithin,
 } from '../../locations/schemes.ts';
@@ -85,16 +85,6 @@ export function parseRelocation(text: string): FlinkRelocation {
     throw new TypeError(`a relocation must be FROM=TO with both sides non-empty, got '${text}'`);
   }
   return { from: text.slice(0, at), to: text.slice(at + 1) };
-}
-
-/** `file:` URIs (`file:/a`, `file:///a`, `file://localhost/a`) as local paths; the rest as is. */
-function localOrUri(path: string): string {
-  if (!/^file:/i.test(path)) return path;
-  try {
-    return fileURLToPath(new URL(path.replace(/^file:\/(?!\/)/i, 'file:///')));
-  } catch {
-    return path;
-  }
 }
 
 /**
@@ -166,10 +156,10 @@ export class FlinkPaths {
     this.jobDir = this.remote ? remoteParent(metadataLocation, 2) : dirname(this.checkpointDir);
     // Longest prefix first: the most specific mapping wins.
     this.relocate = [...(options.relocate ?? [])]
-      .map((r) => ({ from: localOrUri(r.from), to: r.to }))
+      .map((r) => ({ from: localPathOf(r.from), to: r.to }))
       .sort((a, b) => b.from.length - a.from.length);
     this.allowPaths = (options.allowPaths ?? []).map((p) =>
-      isRemoteLocation(p) ? p : resolve(localOrUri(p)),
+      isRemoteLocation(p) ? p : resolve(localPathOf(p)),
     );
   }
 
@@ -230,7 +220,7 @@ export class FlinkPaths {
         start: 0,
         length: size,
         shown: redactLocation(location),
-        key: `file:${location}`,
+        key: `whole:${location}`,
         redirects: 'refuse',
       };
     }
@@ -248,7 +238,7 @@ export class FlinkPaths {
       start: 0,
       length: size,
       shown: path,
-      key: `file:${path}`,
+      key: `whole:${path}`,
       redirects: 'refuse',
       planned,
     };
@@ -277,12 +267,12 @@ export class FlinkPaths {
     start: number,
     length: number,
   ): Promise<DelegateLocation> {
-    let path = localOrUri(written);
+    let path = localPathOf(written);
     let root: string | undefined;
     for (const r of this.relocate) {
       if (path === r.from || path.startsWith(r.from.endsWith('/') ? r.from : `${r.from}/`)) {
         const rest = path.slice(r.from.length).replace(/^\/+/, '');
-        const to = localOrUri(r.to);
+        const to = localPathOf(r.to);
         path = rest === '' ? to : `${to.replace(/\/+$/, '')}/${rest}`;
         root = isRemoteLocation(to) ? to : resolve(to);
         break;
