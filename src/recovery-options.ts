@@ -221,7 +221,18 @@ function validateFlink(flink: unknown, rescaling: boolean): void {
     'key',
     'allowPaths',
     'relocate',
+    'upstream',
   ]);
+  if (f.upstream !== undefined) {
+    const ok =
+      f.upstream !== null &&
+      typeof f.upstream === 'object' &&
+      Object.entries(f.upstream).every(
+        ([gate, op]) => /^\d+$/.test(gate) && typeof op === 'string' && op !== '',
+      );
+    if (!ok) throw invalid('flink.upstream', 'an object of gate numbers to operators', f.upstream);
+    if (!rescaling) throw invalid('flink.upstream', 'only with rescale', f.upstream, true);
+  }
   if (typeof f.operator !== 'string' || f.operator === '') {
     throw invalid('flink.operator', 'an operator id, uid or name (a non-empty string)', f.operator);
   }
