@@ -5,10 +5,11 @@
  * loop: {@link createSmallFiles}). The child's peak RSS is its own VmHWM, read at its exit.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { CheckpointWriter } from '../src/services/formats/spwc/writer.ts';
+import { benchModule } from './rss.ts';
 import { packageBin } from './startup.ts';
 import { spread } from './stats.ts';
 
@@ -58,13 +59,52 @@ export interface CliRun {
   stdout: string;
 }
 
-/** Runs the compiled CLI (`bin/spillway args`) with {@link HWM_HOOK}; rejects on a non-zero exit. */
-export function runCliMeasured(args: string[], signal?: AbortSignal): Promise<CliRun> {
+/** How {@link runCliMeasured} runs the CLI. */
+export interface CliHow {
+  /**
+   * Read the child's peak RSS through {@link HWM_HOOK} (default true). The hook is one more
+   * `--import` at start-up: the figures that time only what a user runs leave it out.
+   */
+  hwm?: boolean;
+  /**
+   * The spill root the way a user gets one by default: `TMPDIR` set to this dir and no
+   * `SPILLWAY_SPILL_ROOT` (without it, `SPILLWAY_SPILL_ROOT` is emptied: a `--spill-root`
+   * in `args` decides).
+   */
+  tmpdir?: string;
+}
+
+/**
+ * Runs the compiled CLI (`bin/spillway args`) in a child process, timed from spawn to exit,
+ * its stderr a pipe (not a terminal, as in a script); rejects on a non-zero exit.
+ */
+export function runCliMeasured(
+  args: string[],
+  signal?: AbortSignal,
+  how: CliHow = {},
+): Promise<CliRun> {
+  const hwm = how.hwm ?? true;
+  const { SPILLWAY_SPILL_ROOT: _, ...rest } = process.env;
+  const env =
+    how.tmpdir === undefined
+      ? { ...rest, SPILLWAY_SPILL_ROOT: '' }
+      : { ...rest, TMPDIR: how.tmpdir };
+  const nodeArgs = [...(hwm ? ['--import', HWM_HOOK] : []), packageBin(), ...args];
+  return runNodeMeasured(`spillway ${args[0]}`, nodeArgs, env, signal);
+}
+
+/** `node nodeArgs` timed from spawn to exit, with its VmHWM if it writes one to fd 3. */
+function runNodeMeasured(
+  what: string,
+  nodeArgs: string[],
+  env: NodeJS.ProcessEnv,
+  signal?: AbortSignal,
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, ['--import', HWM_HOOK, packageBin(), ...args], {
+    const child = spawn(process.execPath, nodeArgs, {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      env: { ...process.env, SPILLWAY_SPILL_ROOT: '' },
+      env,
     });
     let out = '';
     let err = '';
@@ -79,40 +119,28 @@ export function runCliMeasured(args: string[], signal?: AbortSignal): Promise<Cl
     child.on('close', (code) => {
       signal?.removeEventListener('abort', onAbort);
       const ms = performance.now() - t0;
-      if (code !== 0) reject(new Error(`spillway ${args[0]} exited ${code}: ${err.trim()}`));
+      if (code !== 0) reject(new Error(`${what} exited ${code}: ${err.trim()}`));
       else resolve({ ms, peakMiB: Number(hwm) / 1024, stdout: out });
     });
   });
 }
 
 /**
- * The floor: creates `count` one-byte files in `dir` (new, exclusive) with a synchronous
- * `openSync` / `writeSync` / `closeSync` loop — the fastest way found to make small files from
- * Node (faster than `writeFileSync(…, { flag: 'wx' })`, and several times faster than the
- * async `fs/promises` open/write/close with several in flight, which costs three thread-pool
- * round trips per file).
- *
- * @example
- * ```ts
- * const ms = createSmallFiles(join(dir, 'floor'), 100_000);
- * ```
+ * The floor in a process of its own, timed from spawn to exit as the CLI's side is: a `node`
+ * that imports {@link createSmallFiles}'s module (nothing else) and runs it, with the same
+ * {@link HWM_HOOK}. (Timed inside the bench's own process, the floor had no start-up and a
+ * warm JIT, and the figure was not what a user's run costs against it.)
  */
-export function createSmallFiles(dir: string, count: number): number {
-  mkdirSync(dir);
-  const byte = Buffer.alloc(1, 0x5a);
-  // The dir's path once and the name appended: a path.join per file normalizes the whole path
-  // every time and cost the loop 8–35 % on a tmpfs, and a floor must be the fastest known way.
-  const prefix = `${dir}/`;
-  const t0 = performance.now();
-  for (let i = 0; i < count; i++) {
-    const fd = openSync(prefix + 'f-' + i + '.bin', 'wx', 0o600);
-    try {
-      writeSync(fd, byte);
-    } finally {
-      closeSync(fd);
-    }
-  }
-  return performance.now() - t0;
+export function createSmallFilesInProcess(
+  dir: string,
+  count: number,
+  signal?: AbortSignal,
+): Promise<CliRun> {
+  const floor = benchModule('small-files');
+  const url = JSON.stringify(pathToFileURL(floor.path).href);
+  const script = `import(${url}).then((m) => m.createSmallFiles(process.argv[1], +process.argv[2]))`;
+  const nodeArgs = [...floor.loaderArgs, '--import', HWM_HOOK, '-e', script, dir, String(count)];
+  return runNodeMeasured('the file-creation floor', nodeArgs, process.env, signal);
 }
 
 /** One channel count's figures (medians over the pairs). */
@@ -151,10 +179,10 @@ export async function measureChannels(
     const spillRoot = join(work, 'spill');
     await mkdir(spillRoot);
     const recoverSide = async (): Promise<CliRun> => {
-      const run = await runCliMeasured(
-        ['recover', checkpoint, '--out', out, '--spill-root', spillRoot, '--json'],
-        signal,
-      );
+      // What a user runs: default flags (the spill root from TMPDIR), stderr not a terminal.
+      const run = await runCliMeasured(['recover', checkpoint, '--out', out], signal, {
+        tmpdir: spillRoot,
+      });
       const names = await readdir(out);
       if (names.length !== channels) {
         throw new Error(`recover wrote ${names.length} of ${channels} channel files`);
@@ -163,7 +191,7 @@ export async function measureChannels(
       return run;
     };
     const floorSide = async (): Promise<number> => {
-      const ms = createSmallFiles(join(work, 'floor'), channels);
+      const { ms } = await createSmallFilesInProcess(join(work, 'floor'), channels, signal);
       await rm(join(work, 'floor'), { recursive: true, force: true });
       return ms;
     };

@@ -1,8 +1,10 @@
 /**
- * The three ratios of `spillway bench`, side by side in one run on one directory: the fetch
- * stage against a raw copy, the drain against raw reads, the full recovery against a plain
- * async one. Runs alternate sides (A B, B A, …), so neither side always inherits the other's
- * dirty pages. Nothing is synced before a timed step: a user's run never syncs first.
+ * The ratios of `spillway bench` measured on one checkpoint, side by side in one run on one
+ * directory: the fetch stage against a copy that checksums every byte as it goes (the CRC
+ * floor: the same work, G9) and against a plain raw copy; the drain against reads that
+ * checksum, and against plain reads; the full recovery against a plain async one. Runs
+ * alternate order (A B C, C B A, …), so no side always inherits another's dirty pages.
+ * Nothing is synced before a timed step: a user's run never syncs first.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -30,18 +32,22 @@ export function timeCrc(bytes: number): number {
   return ms;
 }
 
-/** The three ratios and what is behind them. */
+/** The ratios and what is behind them. */
 export interface RatioFigures {
+  /** CRC-checking copy (1 MiB loop, same CRC-32 as the product) ÷ fetch stage. */
+  spillVsCrcWrite: Spread;
+  /** CRC-checking reads of the spill files ÷ drain. */
+  drainVsCrcRead: Spread;
   spillVsRawWrite: Spread;
   drainVsRawRead: Spread;
   recoverVsPlain: Spread;
   throughput: Record<
-    'rawCopy' | 'fetch' | 'rawRead' | 'drain' | 'crc32' | 'plain' | 'full',
+    'rawCopy' | 'crcCopy' | 'fetch' | 'rawRead' | 'crcRead' | 'drain' | 'crc32' | 'plain' | 'full',
     Spread
   >;
   orchestrationMs: Spread;
   spillFiles: number;
-  runs: { spillVsRawWrite: number[]; drainVsRawRead: number[]; recoverVsPlain: number[] };
+  runs: Record<'spillVsCrcWrite' | 'drainVsCrcRead' | 'recoverVsPlain', number[]>;
 }
 
 /**
@@ -66,10 +72,10 @@ export async function measureRatios(
   for (let run = 0; run < runs; run++) {
     if (signal.aborted) throw signal.reason;
     const base = 0.1 + (0.45 * run) / runs;
-    progress(base, `run ${run + 1}/${runs}: spill vs raw write`);
-    const { copyMs, fetched } = await ratios.spillPair(run);
-    progress(base + 0.15 / runs, `run ${run + 1}/${runs}: drain vs raw read`);
-    await ratios.drainPair(run, copyMs, fetched);
+    progress(base, `run ${run + 1}/${runs}: spill vs CRC and raw write`);
+    const { copies, fetched } = await ratios.spillPair(run);
+    progress(base + 0.15 / runs, `run ${run + 1}/${runs}: drain vs CRC and raw read`);
+    await ratios.drainPair(run, copies, fetched);
     progress(base + 0.3 / runs, `run ${run + 1}/${runs}: plain vs full recovery`);
     await ratios.recoverPair(run);
   }
@@ -82,6 +88,32 @@ async function pair<A, B>(run: number, a: () => Promise<A>, b: () => Promise<B>)
   const r1 = await first();
   if (run % 2 === 0) return [r1 as A, await b()];
   return [await a(), r1 as B];
+}
+
+/**
+ * Runs three sides: `a b c` on even runs, `c b a` on odd ones (`a` a floor, `c` the product,
+ * `b` the floor it is judged by, always between them).
+ */
+async function trio<A, B, C>(
+  run: number,
+  a: () => Promise<A>,
+  b: () => Promise<B>,
+  c: () => Promise<C>,
+): Promise<[A, B, C]> {
+  if (run % 2 === 0) {
+    const ra = await a();
+    const rb = await b();
+    return [ra, rb, await c()];
+  }
+  const rc = await c();
+  const rb = await b();
+  return [await a(), rb, rc];
+}
+
+/** The two floors' times of one run: plain and CRC-checking. */
+interface FloorMs {
+  raw: number;
+  crc: number;
 }
 
 /** What the fetch side of a pair hands on: its time and the spilled state. */
@@ -97,11 +129,15 @@ function rounded(xs: number[]): Spread {
 class RatioRuns {
   private readonly spill: number[] = [];
   private readonly drain: number[] = [];
+  private readonly spillCrc: number[] = [];
+  private readonly drainCrc: number[] = [];
   private readonly recover: number[] = [];
   private readonly t: Record<keyof RatioFigures['throughput'], number[]> = {
     rawCopy: [],
+    crcCopy: [],
     fetch: [],
     rawRead: [],
+    crcRead: [],
     drain: [],
     crc32: [],
     plain: [],
@@ -123,47 +159,49 @@ class RatioRuns {
     return round((this.made.payloadBytes / MIB / ms) * 1000, 0);
   }
 
-  /** A raw copy of the checkpoint against the fetch stage spilling it. */
-  async spillPair(run: number): Promise<{ copyMs: number; fetched: Fetched }> {
+  /** A raw copy and a CRC-checking copy of the checkpoint against the fetch stage spilling it. */
+  async spillPair(run: number): Promise<{ copies: FloorMs; fetched: Fetched }> {
     const { made, dir } = this;
-    const copyPath = join(dir, `raw-copy-${run}.bin`);
-    const [copyMs, fetched] = await pair(
-      run,
-      async () => {
-        const t0 = performance.now();
-        await rawCopy(made.path, copyPath);
-        const ms = performance.now() - t0;
-        await rm(copyPath);
-        return ms;
-      },
-      () => timeFetch(made.path, join(dir, `fetch-${run}`), this.limits),
+    const copy = (checksum: boolean) => async () => {
+      const copyPath = join(dir, `${checksum ? 'crc' : 'raw'}-copy-${run}.bin`);
+      const t0 = performance.now();
+      await rawCopy(made.path, copyPath, checksum);
+      const ms = performance.now() - t0;
+      await rm(copyPath);
+      return ms;
+    };
+    const [raw, crc, fetched] = await trio(run, copy(false), copy(true), () =>
+      timeFetch(made.path, join(dir, `fetch-${run}`), this.limits),
     );
-    return { copyMs, fetched };
+    return { copies: { raw, crc }, fetched };
   }
 
-  /** Raw reads of the fetched spill files against draining them; then the files go. */
-  async drainPair(run: number, copyMs: number, fetched: Fetched): Promise<void> {
+  /** Raw and CRC-checking reads of the spill files against draining them; then the files go. */
+  async drainPair(run: number, copies: FloorMs, fetched: Fetched): Promise<void> {
     const { made, t } = this;
     const state = fetched.result.state;
     this.spillFiles = state.files.length;
     try {
-      const [readMs, drained] = await pair(
-        run,
-        async () => {
-          const t0 = performance.now();
-          await rawRead(state.files);
-          return performance.now() - t0;
-        },
-        () => timeDrain(state, this.limits),
+      const read = (checksum: boolean) => async () => {
+        const t0 = performance.now();
+        await rawRead(state.files, checksum);
+        return performance.now() - t0;
+      };
+      const [readMs, crcReadMs, drained] = await trio(run, read(false), read(true), () =>
+        timeDrain(state, this.limits),
       );
       if (drained.report.bytes !== made.payloadBytes) {
         throw new Error(`drain delivered ${drained.report.bytes} of ${made.payloadBytes} bytes`);
       }
-      this.spill.push(copyMs / fetched.ms);
+      this.spill.push(copies.raw / fetched.ms);
       this.drain.push(readMs / drained.ms);
-      t.rawCopy.push(this.rate(copyMs));
+      this.spillCrc.push(copies.crc / fetched.ms);
+      this.drainCrc.push(crcReadMs / drained.ms);
+      t.rawCopy.push(this.rate(copies.raw));
+      t.crcCopy.push(this.rate(copies.crc));
       t.fetch.push(this.rate(fetched.ms));
       t.rawRead.push(this.rate(readMs));
+      t.crcRead.push(this.rate(crcReadMs));
       t.drain.push(this.rate(drained.ms));
       t.crc32.push(this.rate(timeCrc(made.payloadBytes)));
     } finally {
@@ -191,13 +229,17 @@ class RatioRuns {
   figures(): RatioFigures {
     const { spill, drain, recover, t } = this;
     return {
+      spillVsCrcWrite: rounded(this.spillCrc),
+      drainVsCrcRead: rounded(this.drainCrc),
       spillVsRawWrite: rounded(spill),
       drainVsRawRead: rounded(drain),
       recoverVsPlain: rounded(recover),
       throughput: {
         rawCopy: spread(t.rawCopy),
+        crcCopy: spread(t.crcCopy),
         fetch: spread(t.fetch),
         rawRead: spread(t.rawRead),
+        crcRead: spread(t.crcRead),
         drain: spread(t.drain),
         crc32: spread(t.crc32),
         plain: spread(t.plain),
@@ -206,8 +248,8 @@ class RatioRuns {
       orchestrationMs: rounded(this.overhead),
       spillFiles: this.spillFiles,
       runs: {
-        spillVsRawWrite: spill.map((x) => round(x, 3)),
-        drainVsRawRead: drain.map((x) => round(x, 3)),
+        spillVsCrcWrite: this.spillCrc.map((x) => round(x, 3)),
+        drainVsCrcRead: this.drainCrc.map((x) => round(x, 3)),
         recoverVsPlain: recover.map((x) => round(x, 3)),
       },
     };

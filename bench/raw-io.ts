@@ -6,8 +6,14 @@
  * purpose: they stand for "the hardware plus Node", and everything else is the product's cost.
  * (An async loop over `fs/promises` costs a round trip through libuv's thread pool per chunk:
  * reading 1 GiB from a tmpfs it took ~15–25% more CPU time than this loop, so it is no floor.)
+ *
+ * With `checksum`, each loop also runs the product's CRC-32 (src/services/crc32.ts, the same
+ * native implementation fetch and drain call) over every byte it moves, once: the floor of a
+ * spill or a drain, which must checksum every byte (G9), is I/O plus that one pass, not I/O
+ * alone. The CRC is returned so the pass cannot be optimised away.
  */
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { crc32 } from '../src/services/crc32.ts';
 
 export const CHUNK_BYTES = 1024 * 1024;
 
@@ -18,23 +24,26 @@ export const CHUNK_BYTES = 1024 * 1024;
  * @example
  * ```ts
  * const bytes = await rawCopy('in.spwc', 'copy.bin');
+ * await rawCopy('in.spwc', 'crc-copy.bin', true); // the spill floor: copy + CRC-32
  * ```
  */
-export async function rawCopy(from: string, to: string): Promise<number> {
+export async function rawCopy(from: string, to: string, checksum = false): Promise<number> {
   const src = openSync(from, 'r');
   try {
     const dst = openSync(to, 'wx', 0o600);
     try {
       const buf = Buffer.allocUnsafe(CHUNK_BYTES);
       let pos = 0;
+      let crc = 0;
       for (;;) {
         const n = readSync(src, buf, 0, CHUNK_BYTES, pos);
         if (n === 0) break;
+        if (checksum) crc = crc32(n === CHUNK_BYTES ? buf : buf.subarray(0, n), crc);
         let off = 0;
         while (off < n) off += writeSync(dst, buf, off, n - off);
         pos += n;
       }
-      return pos;
+      return checksum && crc === 0.5 ? -1 : pos; // reads `crc`: the pass must stay
     } finally {
       closeSync(dst);
     }
@@ -52,9 +61,10 @@ export async function rawCopy(from: string, to: string): Promise<number> {
  * const bytes = await rawRead(state.files);
  * ```
  */
-export async function rawRead(files: readonly string[]): Promise<number> {
+export async function rawRead(files: readonly string[], checksum = false): Promise<number> {
   const buf = Buffer.allocUnsafe(CHUNK_BYTES);
   let total = 0;
+  let crc = 0;
   for (const path of files) {
     const fd = openSync(path, 'r');
     try {
@@ -62,6 +72,7 @@ export async function rawRead(files: readonly string[]): Promise<number> {
       for (;;) {
         const n = readSync(fd, buf, 0, CHUNK_BYTES, pos);
         if (n === 0) break;
+        if (checksum) crc = crc32(n === CHUNK_BYTES ? buf : buf.subarray(0, n), crc);
         pos += n;
       }
       total += pos;
@@ -69,5 +80,5 @@ export async function rawRead(files: readonly string[]): Promise<number> {
       closeSync(fd);
     }
   }
-  return total;
+  return checksum && crc === 0.5 ? -1 : total; // reads `crc`: the pass must stay
 }

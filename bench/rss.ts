@@ -11,16 +11,26 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { packageBin } from './startup.ts';
 
-// Compiled (the installed package) the child is tsc's dist/bench/rss-child.js, run by plain
-// node (found from the package's root: this code runs from a chunk of the bundled CLI); from
-// the sources (the repo's tests) it is the sibling .ts, run through tsx, a dev dependency.
-const FROM_SOURCES = import.meta.url.endsWith('.ts');
-const CHILD = FROM_SOURCES
-  ? fileURLToPath(new URL('./rss-child.ts', import.meta.url))
-  : join(dirname(dirname(packageBin())), 'dist', 'bench', 'rss-child.js');
-const LOADER_ARGS = FROM_SOURCES
-  ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href]
-  : [];
+/**
+ * The bench module `name` for a child process to run: compiled (the installed package),
+ * tsc's dist/bench/NAME.js, run by plain node (found from the package's root: the bench runs
+ * from a chunk of the bundled CLI); from the sources (the repo's tests), the sibling .ts, run
+ * through tsx (a dev dependency), which `loaderArgs` loads.
+ */
+export function benchModule(name: string): { path: string; loaderArgs: string[] } {
+  if (!import.meta.url.endsWith('.ts')) {
+    return {
+      path: join(dirname(dirname(packageBin())), 'dist', 'bench', `${name}.js`),
+      loaderArgs: [],
+    };
+  }
+  return {
+    path: fileURLToPath(new URL(`./${name}.ts`, import.meta.url)),
+    loaderArgs: ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href],
+  };
+}
+
+const { path: CHILD, loaderArgs: LOADER_ARGS } = benchModule('rss-child');
 
 export interface RssFigures {
   peakMiB: number;

@@ -9,7 +9,7 @@ import { createActor, type Actor, type InspectionEvent } from 'xstate';
 import { stageOf, taskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import type { TaskHooks, TaskServices } from './machines/task-services.ts';
-import { withHooks } from './machines/task-hooks.ts';
+import { checkHookTargets, withHooks } from './machines/task-hooks.ts';
 import { Mailbox } from './services/mailbox.ts';
 import { SerialExecutor } from './services/executor.ts';
 import { SpillRoot, resolveSpillRoot } from './services/spill-root/spill-root.ts';
@@ -32,7 +32,6 @@ import {
 } from './services/progress.ts';
 import { validateCheckpointOptions, validateRecoverOptions } from './recovery-options.ts';
 import { handled } from './services/handled.ts';
-import { fsSeam } from './services/fs.ts';
 import { rescaleLimits } from './services/spill/limits.ts';
 import { describeOwnership, watchProgress } from './recovery-view.ts';
 
@@ -46,8 +45,9 @@ export type {
   SpillLimits,
   TaskHooks,
 };
-import { AbortedError, CancelledError, ours, toError } from './services/errors.ts';
+import { AbortedError, CancelledError, toError } from './services/errors.ts';
 import type { FlinkReadPlan } from './services/formats/flink/entry-source.ts';
+import type { FileSystem } from './services/fs.ts';
 
 /** What tests and the demo's pool add to the public options. */
 export interface StartOptions extends PublicRecoverOptions {
@@ -60,6 +60,8 @@ export interface StartOptions extends PublicRecoverOptions {
    * for every recovery of a run): the fetch stage does not read it again.
    */
   flinkPlan?: FlinkReadPlan;
+  /** A file seam for this recovery's spill root (its sweep, owner dir); spill files: fsSeam. */
+  fs?: FileSystem;
 }
 
 /** A recovery with the task actor's full XState type (tests, the pool, the bench). */
@@ -84,20 +86,24 @@ export function startRecoveryOn(
   machine: typeof taskMachine,
   options: StartOptions,
 ): StartedRecovery {
-  validateRecoverOptions(options, ['hooks', 'flinkPlan']);
+  validateRecoverOptions(options, ['hooks', 'flinkPlan', 'fs']);
+  // A hook whose actor the machine does not invoke would never run: refused, loudly.
+  if (options.hooks !== undefined) checkHookTargets(machine);
   const started = performance.now();
   const taskId = options.taskId ?? randomBytes(4).toString('hex');
   const progress = new ProgressCounters(taskId);
-  const kept = keptFromCaller();
   // The consumers' signal: aborted when the task ends in any way but finished (below).
   const endedEarly = new AbortController();
-  const channels = adaptChannels(options, kept, endedEarly.signal);
+  // The task's ending is made with its actor (below); the channels, the consumers' errors and
+  // the spill root reach it through this, once the actor exists (nothing calls them before).
+  const task: TaskLink = { actor: undefined };
+  const channels = adaptChannels(options, task, endedEarly.signal);
   const { spillRoot, stopSweep } = openSpillRoot(options);
   const services = taskServices(options, {
     taskId,
     spillRoot,
     channels,
-    consumerError: (error) => markConsumerError(kept.consumerErrors, error),
+    consumerError: (error) => endingOf(task).callerThrew(error),
     progress,
   });
   const actor = createActor(machine, {
@@ -105,16 +111,24 @@ export function startRecoveryOn(
     input: { services, autoFinish: options.autoFinish },
     ...(options.inspect ? { inspect: guardInspect(options.inspect.bind(options)) } : {}),
   });
+  task.actor = actor;
+  const { ending } = actor.getSnapshot().context;
 
   // Set once onProgress is watched (below); called when the task has ended and cleaned up.
   let finishProgress = (): void => undefined;
-  const done = settled(actor, {
-    ...kept,
-    spillRoot,
-    finishProgress: () => finishProgress(),
-    taskId,
-    started,
+  // Registered first, so they close last of the caller's: the last progress reading, once,
+  // before done settles (never after it), after the wait for the spill root — an ending before
+  // the spill root was open (an aborted signal, say) must not leave its owner dir still being
+  // made after done: nothing of the task runs once done settles.
+  ending.ownForCaller('progress', { close: () => finishProgress() });
+  ending.ownForCaller('spillRoot', {
+    close: () =>
+      spillRoot.then(
+        () => undefined,
+        () => undefined,
+      ),
   });
+  const done = settled(actor, { taskId, started });
 
   const cancel = (reason?: unknown) => {
     stopSweep.abort();
@@ -134,30 +148,17 @@ export function startRecoveryOn(
   }
 
   actor.start();
-  return recoveryHandle(actor, { taskId, done, cancel, readProgress, progress, kept });
+  return recoveryHandle(actor, { taskId, done, cancel, readProgress, progress });
 }
 
-/** What the task keeps of its caller's inputs until `done` settles. */
-interface KeptFromCaller {
-  /**
-   * Streams given as channels, adapted here, and released (destroyed, aborted) if the task ends
-   * before their channel did: a sink is always ended or destroyed, never left open.
-   */
-  readonly streams: Set<StreamConsumer>;
-  /**
-   * What a consumer (or the stream given as a channel) raised, so that the error leaving `done`
-   * is a ConsumerError whose cause it is, not an IoError or InternalError.
-   */
-  readonly consumerErrors: WeakSet<object>;
-  /**
-   * Remainders written without an `out` (beside the task dir) go when the task has closed,
-   * unless their caller moved them away first (a missing file is fine).
-   */
-  readonly defaultRemainders: Set<string>;
+/** The task actor, once created: what the caller's inputs, adapted before it, reach it by. */
+interface TaskLink {
+  actor: StartedRecovery['actor'] | undefined;
 }
 
-function keptFromCaller(): KeptFromCaller {
-  return { streams: new Set(), consumerErrors: new WeakSet(), defaultRemainders: new Set() };
+function endingOf(task: TaskLink) {
+  if (task.actor === undefined) throw new Error('the task actor does not exist yet');
+  return task.actor.getSnapshot().context.ending;
 }
 
 /** The spill root, opened with a start-up sweep that a cancel can stop. */
@@ -170,6 +171,7 @@ function openSpillRoot(options: StartOptions): {
   const stopSweep = new AbortController();
   const spillRoot = SpillRoot.open(resolveSpillRoot(options.spillRoot), {
     signal: stopSweep.signal,
+    ...(options.fs !== undefined ? { fs: options.fs } : {}),
   });
   // Surfaces through the fetch stage; do not let an unused rejection crash the process.
   spillRoot.catch(() => undefined);
@@ -177,7 +179,10 @@ function openSpillRoot(options: StartOptions): {
 }
 
 /** `done`: settles once the actor has ended and {@link settle} has closed everything. */
-function settled(actor: StartedRecovery['actor'], s: Settling): Promise<RecoveryReport> {
+function settled(
+  actor: StartedRecovery['actor'],
+  s: { readonly taskId: string; readonly started: number },
+): Promise<RecoveryReport> {
   const ended = new Promise<void>((resolve) => {
     actor.subscribe({ complete: () => resolve(), error: () => resolve() });
   });
@@ -194,10 +199,9 @@ function recoveryHandle(
     cancel: (reason?: unknown) => void;
     readProgress: () => RecoveryProgress;
     progress: ProgressCounters;
-    kept: KeptFromCaller;
   },
 ): StartedRecovery {
-  const { taskId, done, cancel, kept } = r;
+  const { taskId, done, cancel } = r;
   return {
     actor,
     taskId,
@@ -210,14 +214,7 @@ function recoveryHandle(
       validateCheckpointOptions(checkpointOptions);
       // Marked handled: the README keeps this promise and awaits it after done, by which time
       // it may have rejected (the task was cancelled while the remainder was written).
-      return handled(
-        requestCheckpoint(actor, taskId, id, checkpointOptions, {
-          consumerErrors: kept.consumerErrors,
-          remainderWritten: (file) => {
-            if (checkpointOptions?.out === undefined) kept.defaultRemainders.add(file);
-          },
-        }),
-      );
+      return handled(requestCheckpoint(actor, taskId, id, checkpointOptions));
     },
     async [Symbol.asyncDispose]() {
       cancel('disposed');
@@ -257,18 +254,23 @@ function taskServices(
 }
 
 /**
- * The caller's channel factory, adapted: told the consumers' signal, streams kept for release,
- * a factory's throw tagged.
+ * The caller's channel factory, adapted: told the consumers' signal, a factory's throw tagged,
+ * and each stream registered with the task's ending where it is made: released (destroyed,
+ * aborted, with the task's cause) when the task has closed, unless its channel finished it — a
+ * sink is always ended or destroyed, never left open.
  */
 function adaptChannels(
   options: StartOptions,
-  { streams, consumerErrors }: { streams: Set<StreamConsumer>; consumerErrors: WeakSet<object> },
+  task: TaskLink,
   signal: AbortSignal,
 ): (info: ChannelInfo) => ChannelConsumer {
   return ({ gate, channel }) => {
     const info = { gate, channel, signal };
-    const consumer = toChannelConsumer(callConsumer(consumerErrors, () => options.channels(info)));
-    if (isStreamConsumer(consumer)) streams.add(consumer);
+    const ending = endingOf(task);
+    const consumer = toChannelConsumer(callConsumer(ending, () => options.channels(info)));
+    if (isStreamConsumer(consumer)) {
+      ending.ownForCaller(consumer, { close: () => consumer.release(causeOf(task)) });
+    }
     // Not wrapped: the drain reports its consumers' errors (consumerError below), and a wrapper
     // per channel was 12.6 MB of a 63 MB heap at 262,144 channels.
     return consumer;
@@ -304,47 +306,27 @@ function abortConsumersOnEarlyEnd(
   );
 }
 
-/** What {@link settle} closes and reads once the task actor has ended. */
-interface Settling {
-  readonly spillRoot: Promise<SpillRoot>;
-  readonly defaultRemainders: Set<string>;
-  readonly streams: Set<StreamConsumer>;
-  readonly consumerErrors: WeakSet<object>;
-  readonly finishProgress: () => void;
-  readonly taskId: string;
-  readonly started: number;
+/** The first real cause the task recorded (a stream is released with it). */
+function causeOf(task: TaskLink): Error | undefined {
+  return task.actor?.getSnapshot().context.cause;
 }
 
 /**
  * What `done` settles with, once the task actor has ended: the report, or the first cause with
- * everything after it in `.suppressed` — only after every resource of the task is closed.
+ * everything after it in `.suppressed` — only after everything the task holds is closed.
  */
-async function settle(actor: StartedRecovery['actor'], s: Settling): Promise<RecoveryReport> {
+async function settle(
+  actor: StartedRecovery['actor'],
+  s: { readonly taskId: string; readonly started: number },
+): Promise<RecoveryReport> {
   const { ending } = actor.getSnapshot().context;
   // Already started by the machine's exit action or the registry actor's disposer: this
   // waits for it (services/task-ending.ts tells the story).
   await ending.close();
-  for (const file of s.defaultRemainders) {
-    await fsSeam.rm(file).catch((error: unknown) => ending.cleanupFailed(toError(error)));
-  }
-  // An ending before the spill root was open (an aborted signal, say) must not leave its
-  // owner dir still being made after done: nothing of the task runs once done settles.
-  await s.spillRoot.catch(() => undefined);
-  // The last progress reading, once, before done settles (never after it).
-  s.finishProgress();
-  const snapshot = actor.getSnapshot();
-  const ctx = snapshot.context;
-  for (const stream of s.streams) stream.release(ctx.cause);
-  s.streams.clear();
-  const error = ending.outcome({
-    status: snapshot.status,
-    value: snapshot.value,
-    error: snapshot.error,
-    cause: ctx.cause,
-  });
-  // Every error leaving the library is one of ours, with the original as its cause.
-  if (error !== undefined) throw ours(error, s.consumerErrors.has(error));
-  return buildReport(s.taskId, ctx, s.started);
+  const { status, value, error, context } = actor.getSnapshot();
+  const failure = ending.failure({ status, value, error, cause: context.cause });
+  if (failure !== undefined) throw failure;
+  return buildReport(s.taskId, context, s.started);
 }
 
 /** Cancels the task when `signal` aborts (at once if it already has), until `done` settles. */
@@ -380,7 +362,6 @@ function requestCheckpoint(
   taskId: string,
   id: number,
   checkpointOptions: Parameters<StartedRecovery['checkpoint']>[1],
-  to: { consumerErrors: WeakSet<object>; remainderWritten: (file: string) => void },
 ): Promise<CheckpointResult> {
   return new Promise<CheckpointResult>((resolve, reject) => {
     if (actor.getSnapshot().status !== 'active') {
@@ -400,11 +381,9 @@ function requestCheckpoint(
       out: checkpointOptions?.out,
       signal,
       reply: {
-        resolve: (result) => {
-          if (result.file !== undefined) to.remainderWritten(result.file);
-          resolve(result);
-        },
-        reject: (error) => reject(ours(error, to.consumerErrors.has(error))),
+        resolve,
+        // What the task rejects with leaves as one of ours (the ending's mapping).
+        reject: (error) => reject(actor.getSnapshot().context.ending.asOurs(error)),
       },
     });
     // An event a final state drops is never answered: answer it here.
@@ -456,17 +435,12 @@ function guardInspect(inspect: (event: InspectionEvent) => void): (event: Inspec
   };
 }
 
-/** Calls into the caller's code, remembering what it threw as a consumer's error. */
-function callConsumer<T>(tagged: WeakSet<object>, call: () => T): T {
+/** Calls into the caller's code, telling the ending what it threw: it leaves as a consumer's. */
+function callConsumer<T>(ending: { callerThrew(error: unknown): void }, call: () => T): T {
   try {
     return call();
   } catch (error) {
-    markConsumerError(tagged, error);
+    ending.callerThrew(error);
     throw error;
   }
-}
-
-/** Remembers `error` as thrown by the caller's code: it leaves wrapped as a consumer's. */
-function markConsumerError(tagged: WeakSet<object>, error: unknown): void {
-  if (typeof error === 'object' && error !== null) tagged.add(error);
 }

@@ -11,44 +11,74 @@ import { checkFlinkKey } from './services/formats/flink/stream-element.ts';
 import { didYouMean } from './services/did-you-mean.ts';
 import { checkRange, type RangedOption } from './services/option-ranges.ts';
 import { isHttpUrl } from './services/locations/schemes.ts';
+import type { RemoteOptions, S3Options } from './services/locations/remote-options.ts';
+import type { RecordPredicate } from './services/rescale/rescale-options.ts';
+import type { RescaleTarget } from './services/rescale/key-groups.ts';
+import type { SpillLimits } from './services/spill/limits.ts';
+import type { FlinkSelection } from './services/formats/flink/entry-source.ts';
+import type { CheckpointOptions, RecoverOptions } from './recovery-types.ts';
+
+/**
+ * The keys of an options type, as a list to check a caller's object against: one table per
+ * type, which the compiler holds to the type (a key the type lacks, or one of its keys left
+ * out, is a type error), so no key list is copied by hand.
+ */
+function keysOf<T>(table: Record<keyof T & string, true>): readonly string[] {
+  return Object.keys(table);
+}
 
 /** The keys `recoverChannelState` knows; any other is a mistake (`singal` for `signal`). */
-const RECOVER_KEYS = [
-  'checkpoint',
-  'channels',
-  'spillRoot',
-  'signal',
-  'inspect',
-  'limits',
-  'remote',
-  'taskId',
-  'autoFinish',
-  'abandonAfterMs',
-  'onProgress',
-  'progressIntervalMs',
-  'rescale',
-  'flink',
-] as const;
-const LIMIT_KEYS = ['maxSpillFileBytes', 'maxSegmentBytes', 'bufferBytes', 'readChunkBytes'];
-const REMOTE_KEYS = [
-  'maxRetries',
-  'backoffMs',
-  'maxBackoffMs',
-  'stallTimeoutMs',
-  'deadlineMs',
-  'onRetry',
-  's3',
-];
-const S3_KEYS = ['endpoint', 'region', 'credentials'];
-const RESCALE_KEYS = [
-  'subtask',
-  'parallelism',
-  'maxParallelism',
-  'keyBytes',
-  'maxRecordBytes',
-  'keep',
-];
-const CHECKPOINT_KEYS = ['out', 'signal'];
+const RECOVER_KEYS = keysOf<RecoverOptions>({
+  checkpoint: true,
+  channels: true,
+  spillRoot: true,
+  signal: true,
+  inspect: true,
+  limits: true,
+  remote: true,
+  taskId: true,
+  autoFinish: true,
+  abandonAfterMs: true,
+  onProgress: true,
+  progressIntervalMs: true,
+  rescale: true,
+  flink: true,
+});
+const LIMIT_KEYS = keysOf<SpillLimits>({
+  maxSpillFileBytes: true,
+  maxSegmentBytes: true,
+  bufferBytes: true,
+  readChunkBytes: true,
+});
+const REMOTE_KEYS = keysOf<RemoteOptions>({
+  maxRetries: true,
+  backoffMs: true,
+  maxBackoffMs: true,
+  stallTimeoutMs: true,
+  deadlineMs: true,
+  onRetry: true,
+  s3: true,
+});
+const S3_KEYS = keysOf<S3Options>({ endpoint: true, region: true, credentials: true });
+/** Both forms of `rescale` (a target or a `keep` predicate), and the cap they share. */
+const RESCALE_KEYS = keysOf<RescaleTarget & RecordPredicate & { maxRecordBytes?: number }>({
+  subtask: true,
+  parallelism: true,
+  maxParallelism: true,
+  keyBytes: true,
+  maxRecordBytes: true,
+  keep: true,
+});
+const CHECKPOINT_KEYS = keysOf<CheckpointOptions>({ out: true, signal: true });
+const FLINK_KEYS = keysOf<FlinkSelection>({
+  operator: true,
+  subtask: true,
+  outputState: true,
+  key: true,
+  allowPaths: true,
+  relocate: true,
+  upstream: true,
+});
 
 /**
  * Throws a `TypeError` (`ERR_INVALID_ARG_VALUE`) naming the first key of `o` that is not in
@@ -214,15 +244,7 @@ function validateFlink(flink: unknown, rescaling: boolean): void {
   if (flink === null || typeof flink !== 'object') throw invalid('flink', 'an object', flink);
   const f = flink as Record<string, unknown>;
   // An unknown key names the closest known one, as at every other level of the options.
-  checkKnownKeys('options.flink', f, [
-    'operator',
-    'subtask',
-    'outputState',
-    'key',
-    'allowPaths',
-    'relocate',
-    'upstream',
-  ]);
+  checkKnownKeys('options.flink', f, FLINK_KEYS);
   if (f.upstream !== undefined) {
     const ok =
       f.upstream !== null &&

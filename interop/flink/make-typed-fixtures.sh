@@ -1,7 +1,8 @@
 #!/bin/sh
 # Remakes the committed typed-records fixtures under test/fixtures/flink/typed/<release>/ (see
 # test/fixtures/flink/README.md): TypedWriter's retained checkpoint (<job-id>/chk-N/...) and
-# expected/ (records.jsonl, types.json) from RecordsOracle, Flink's own reading.
+# expected/ (records.jsonl, types.json) from RecordsOracle, Flink's own reading, and
+# expected/flink-stats.json: Flink's checkpoint statistics of the persisted in-flight data.
 #   ./make-typed-fixtures.sh [RELEASE...]    RELEASE = 1.20.5 | 2.3.0; default: both
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +20,8 @@ for release in ${*:-1.20.5 2.3.0}; do
   chk=$("$here/run.sh" "$profile" TypedWriter --out "$work/$release" | sed -n 's/^CHECKPOINT //p')
   SPILLWAY_FLINK_NO_BUILD=1 "$here/run.sh" "$profile" RecordsOracle --checkpoint "$chk" --expected "$dest/expected"
   cp -R "$(dirname "$chk")" "$dest/"
+  # Flink's own statistics of that checkpoint's persisted in-flight data (TypedWriter, REST API).
+  cp "$work/$release/flink-stats.json" "$dest/expected/flink-stats.json"
   printf '{ "flink": "%s", "checkpoint": "%s" }\n' "$release" "$(basename "$(dirname "$chk")")/$(basename "$chk")" > "$dest/typed.json"
   rm -rf "$work/$release"
   echo "typed/$release: $(du -sh "$dest" | cut -f1)"

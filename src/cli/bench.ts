@@ -15,6 +15,7 @@ import {
   type BenchDetails,
   type BenchResult,
 } from '../../bench/run.ts';
+import type { FigureName } from '../../bench/result.ts';
 import type { Spread } from '../../bench/stats.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { printJson, ProgressLine, table, type Io } from './io.ts';
@@ -24,23 +25,30 @@ export const usage = `usage: spillway bench [--json] [--quick] [--runs N] [--gro
 
 Measures Spillway against the least work that gives the same result on this machine, side by
 side in one run, as ratios (each the median of N alternating runs, with min and max):
-  spillVsRawWrite     raw 1 MiB copy of the checkpoint ÷ fetch stage (checkpoint → spill files)
-  drainVsRawRead      raw 1 MiB reads of the spill files ÷ drain into discarding consumers
-  recoverVsPlain      plain async fetch + drain (no XState) ÷ full recovery through the machines
-  cancelCleanupP99Ms  cancel → task dir gone, p99 of 50 cancels at random moments (ms)
-  peakRssMiBAt2GiB    peak RSS of a child process recovering a 2 GiB checkpoint (MiB)
-  …Tmpfs              the three ratios again on a tmpfs (root only; null where refused)
-  e2eRecoverVsDd      spillway recover of 1 GiB / 32 channels ÷ dd bs=1M of the same I/O
-  startupVsNode       spillway --help ÷ node -e '' (wall time)
-  filteringVsSpilling fetch spilling verbatim ÷ fetch through the rescaling filter (same v2 bytes)
+  recoverAllVsJvm     spillway recover --all of a real Flink checkpoint ÷ a JVM program doing
+                      the same with Flink's own classes (null where java/the harness is absent)
+  lsVsJvm             spillway flink ls ÷ the JVM loading the same _metadata
+  e2eRecoverVsDdTmpfs the spillway recover process (default flags) of 1 GiB ÷ dd bs=1M of the
+                      same I/O, everything on a tmpfs (root only; null where refused)
+  e2eRecoverVsDd      the same on disk, nothing synced (as a user runs it)
+  spillVsCrcWrite     a 1 MiB copy loop that also CRC-32s every byte (the product's CRC) ÷ the
+                      fetch stage (checkpoint → spill files): the floor of the same work
+  drainVsCrcRead      1 MiB reads of the spill files that CRC-32 every byte ÷ the drain
+  …CrcWriteTmpfs, …CrcReadTmpfs  the same on a tmpfs
+  spillVsRawWrite, drainVsRawRead (and …Tmpfs)  the same against plain I/O (no checksum)
   flinkVsSpwc         fetch of an SPWC file ÷ fetch of a Flink checkpoint holding the same bytes
-  tuple3DecodeMPerSec million Flink Tuple3<Long,Integer,String> records decoded per second
   flinkRecordsVsRecover flink records (no --type) ÷ recover --out, same Flink checkpoint (CLI)
-  e2eRecoverVsDdTmpfs e2eRecoverVsDd with everything on a tmpfs (the code's own cost)
-  importVsNode        node -e "import('spillway')" ÷ node -e '' (wall time)
-  channelsVsFloorTmpfs recover of 262,144 one-byte channels on a tmpfs ÷ creating as many
-                      one-byte files with a synchronous open/write/close loop
+  filteringVsSpilling fetch spilling verbatim ÷ fetch through the rescaling filter (same v2 bytes)
+  channelsVsFloorTmpfs the recover process of 262,144 one-byte channels on a tmpfs ÷ a process
+                      creating as many one-byte files with a synchronous open/write/close loop
   channelsPeakRssMiB  that recovery's peak RSS (MiB)
+  cancelCleanupP99Ms  cancel → task dir gone, p99 of 50 cancels at random moments (ms)
+  importVsNode        node -e "import('spillway')" ÷ node -e '' (wall time)
+  startupVsNode       spillway --help ÷ node -e '' (wall time)
+  recoverVsPlain      plain async fetch + drain (no XState) ÷ full recovery (and …Tmpfs)
+  peakRssMiBAt2GiB    peak RSS of a child process recovering a 2 GiB checkpoint (MiB)
+  tuple3DecodeMPerSec million Flink Tuple3<Long,Integer,String> records decoded per second
+  skipped             why each null figure is null, by its name
 The floors are the fastest known way on this machine: synchronous 1 MiB preads and writes (as
 dd does), dd itself, a synchronous file-creation loop. Nothing is synced before a timed step.
 Besides, in the details: an s3:// read from a local S3 server ÷ a plain ranged GET of the same
@@ -63,7 +71,7 @@ function fmt(s: Spread | null, unit = ''): string {
   return `${s.median.toFixed(2)}${unit} (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
 }
 
-function verdict(key: keyof BenchResult, value: number | undefined): string {
+function verdict(key: FigureName, value: number | undefined): string {
   const t = TARGETS[key];
   if (value === undefined) return '';
   const ok = t.op === '≥' ? value >= t.value : value <= t.value;
@@ -78,11 +86,12 @@ function ratioRows(name: string, r: RatioFigures | { skipped: string }): [string
     [
       `${name} MiB/s`,
       `raw copy ${m(t.rawCopy)} · fetch ${m(t.fetch)} · raw read ${m(t.rawRead)} · drain ${m(t.drain)} · ` +
-        `crc32 ${m(t.crc32)} · plain ${m(t.plain)} · full ${m(t.full)}`,
+        `crc32 ${m(t.crc32)} · crc copy ${m(t.crcCopy)} · crc read ${m(t.crcRead)} · ` +
+        `plain ${m(t.plain)} · full ${m(t.full)}`,
     ],
     [
       `${name} runs`,
-      `spill ${r.runs.spillVsRawWrite.join(' ')} · drain ${r.runs.drainVsRawRead.join(' ')} · ` +
+      `spill/crc ${r.runs.spillVsCrcWrite.join(' ')} · drain/crc ${r.runs.drainVsCrcRead.join(' ')} · ` +
         `recover ${r.runs.recoverVsPlain.join(' ')}`,
     ],
   ];
@@ -177,10 +186,12 @@ function report(args: BenchArgs, result: BenchResult, d: BenchDetails): string {
 /** One row a figure: its median (min–max) and whether it met its target. */
 function figureRows(result: BenchResult): [string, string][] {
   const rows: [string, string][] = [['figure', 'median (min–max)    target']];
-  for (const key of Object.keys(result) as (keyof BenchResult)[]) {
-    const v = result[key];
+  const { skipped, ...figures } = result;
+  for (const key of Object.keys(figures) as FigureName[]) {
+    const v = figures[key];
     const shown = typeof v === 'number' ? v.toFixed(1) : fmt(v);
-    rows.push([key, `${shown}    ${verdict(key, typeof v === 'number' ? v : v?.median)}`]);
+    const why = skipped[key] === undefined ? '' : ` (${skipped[key]})`;
+    rows.push([key, `${shown}${why}    ${verdict(key, typeof v === 'number' ? v : v?.median)}`]);
   }
   return rows;
 }
@@ -201,6 +212,13 @@ function detailRows(d: BenchDetails): [string, string][] {
     [
       'recover vs dd',
       `${fmt(d.e2e.recoverMs, ' ms')} vs ${fmt(d.e2e.ddMs, ' ms')} (${d.options.e2eMb} MiB, 32 channels)`,
+    ],
+    [
+      'recover vs dd, tmpfs',
+      'skipped' in d.e2eTmpfs
+        ? `skipped: ${d.e2eTmpfs.skipped}`
+        : `${fmt(d.e2eTmpfs.recoverMs, ' ms')} vs ${fmt(d.e2eTmpfs.ddMs, ' ms')}; entries ≤ 32 KiB: ` +
+          `${fmt(d.e2eTmpfs.flinkSizedEntries.ratio)} (${fmt(d.e2eTmpfs.flinkSizedEntries.recoverMs, ' ms')})`,
     ],
     ['start-up', `${fmt(d.startup.spillwayMs, ' ms')} vs node ${fmt(d.startup.nodeMs, ' ms')}`],
     [

@@ -2,14 +2,23 @@
 import { formatByteChange, formatBytes } from '../services/human-bytes.ts';
 import { listFlinkMetadata } from '../services/formats/flink/list.ts';
 import { readFlinkMetadata } from '../services/formats/flink/metadata.ts';
-import { diffListings, type FlinkCheckpointDiff } from '../services/formats/flink/diff.ts';
+import { countFlinkElements } from '../services/formats/flink/records/count.ts';
+import {
+  diffListings,
+  type ByteChange,
+  type CountChanges,
+  type FlinkCheckpointDiff,
+} from '../services/formats/flink/diff.ts';
 import { parse, stringOption, UsageError } from './args.ts';
+import { countFromArgs, countUsage } from './flink-count-args.ts';
 import { reportError } from './errors.ts';
 import { printJson, type Io } from './io.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 import { oneLine } from './terminal-text.ts';
 
-export const usage = `usage: spillway flink diff CHECKPOINT_A CHECKPOINT_B [--all] [--json] [--s3-endpoint URL]
+export const usage = `usage: spillway flink diff CHECKPOINT_A CHECKPOINT_B [--all] [--json] [--type SPEC]
+                         [--key long|int|bytes:K] [--allow-path DIR]… [--relocate FROM=TO]…
+                         [--s3-endpoint URL]
 
 Lines up two checkpoints of the same job (A older, B newer) per operator, subtask and channel:
 the in-flight bytes of each, side by side, with the change, largest growth first. Operators are
@@ -18,12 +27,14 @@ a channel that has state in only one checkpoint counts 0 bytes in the other. Eac
 for 'spillway flink ls'.
 
   --all              list unchanged operators and channels too (hidden by default; the count is said)
-  --s3-endpoint URL  an S3-compatible store for s3:// (path-style)
+${countUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style)
   --json             one JSON object with exact byte counts: { checkpointA, checkpointB,
                      inputBytes: { a, b, change }, outputBytes: { a, b, change }, operators: [{
                      id, label, a, b, change, subtasks: [{ index, a, b, change }] }], channels:
                      [{ operator, operatorLabel, subtask, channel, side, a, b, change }] }, every
-                     operator and channel, sorted by growth; on failure { error: { code, message } }
+                     operator and channel, sorted by growth; with --type or --key each of them
+                     also has records: { a, b, change } and watermarks: { a, b, change };
+                     on failure { error: { code, message } }
 
 Exit codes: 0 ok · 1 failed (a read error) · 2 bad input or usage
 `;
@@ -40,34 +51,62 @@ function table(rows: string[][], align: string): string[] {
   );
 }
 
+const signed = (n: number): string => (n > 0 ? `+${n}` : String(n));
+
+/** `records 10 → 12 (+2)` cells of a row, when counted. */
+function countCells(row: CountChanges, counted: boolean): string[] {
+  if (!counted) return [];
+  const cell = (c: ByteChange | undefined): string =>
+    c === undefined ? '' : `${c.a} → ${c.b} (${signed(c.change)})`;
+  return [cell(row.records), cell(row.watermarks)];
+}
+
+/** A row changed: its bytes, or (counted) its records or watermarks. */
+const changed = (row: ByteChange & CountChanges): boolean =>
+  row.change !== 0 || (row.records?.change ?? 0) !== 0 || (row.watermarks?.change ?? 0) !== 0;
+
 /** The human text: totals, operators and channels by growth. */
 export function describeDiff(diff: FlinkCheckpointDiff, all: boolean): string {
   const total = (d: { a: number; b: number }) =>
     `${formatBytes(d.a)} → ${formatBytes(d.b)} (${formatByteChange(d.b - d.a)})`;
+  const counted = diff.records !== undefined;
   const lines = [
     `checkpoint ${diff.checkpointA} → ${diff.checkpointB}: input ${total(diff.inputBytes)}, ` +
       `output ${total(diff.outputBytes)}`,
   ];
-  const ops = diff.operators.filter((o) => all || o.change !== 0);
+  if (counted) {
+    const [records, watermarks] = countCells(diff, true);
+    lines.push(`records ${records}, watermarks ${watermarks}`);
+  }
+  const countHeads = counted ? ['records', 'watermarks'] : [];
+  const countAlign = counted ? 'rr' : '';
+  const ops = diff.operators.filter((o) => all || changed(o));
   lines.push('', 'operators (in-flight bytes):');
   if (ops.length === 0) lines.push('  (none changed)');
   else {
     lines.push(
       ...table(
         [
-          ['operator', `chk ${diff.checkpointA}`, `chk ${diff.checkpointB}`, 'change'],
+          [
+            'operator',
+            `chk ${diff.checkpointA}`,
+            `chk ${diff.checkpointB}`,
+            'change',
+            ...countHeads,
+          ],
           ...ops.map((o) => [
             o.label,
             formatBytes(o.a),
             formatBytes(o.b),
             formatByteChange(o.change),
+            ...countCells(o, counted),
           ]),
         ],
-        'lrrr',
+        `lrrr${countAlign}`,
       ),
     );
   }
-  const channels = diff.channels.filter((c) => all || c.change !== 0);
+  const channels = diff.channels.filter((c) => all || changed(c));
   lines.push('', 'channels:');
   if (channels.length === 0) lines.push('  (none changed)');
   else {
@@ -81,6 +120,7 @@ export function describeDiff(diff: FlinkCheckpointDiff, all: boolean): string {
             `chk ${diff.checkpointA}`,
             `chk ${diff.checkpointB}`,
             'change',
+            ...countHeads,
           ],
           ...channels.map((c) => [
             c.operatorLabel,
@@ -89,9 +129,10 @@ export function describeDiff(diff: FlinkCheckpointDiff, all: boolean): string {
             formatBytes(c.a),
             formatBytes(c.b),
             formatByteChange(c.change),
+            ...countCells(c, counted),
           ]),
         ],
-        'lrlrrr',
+        `lrlrrr${countAlign}`,
       ),
     );
   }
@@ -107,7 +148,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     const { values, positionals } = parse(
       argv,
-      { json: { type: 'boolean' }, all: { type: 'boolean' }, 's3-endpoint': { type: 'string' } },
+      {
+        json: { type: 'boolean' },
+        all: { type: 'boolean' },
+        's3-endpoint': { type: 'string' },
+        type: { type: 'string' },
+        key: { type: 'string' },
+        'allow-path': { type: 'string', multiple: true },
+        relocate: { type: 'string', multiple: true },
+      },
       2,
     );
     if (values.help) {
@@ -117,14 +166,20 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const [a, b] = positionals;
     if (a === undefined || b === undefined)
       throw new UsageError('need CHECKPOINT_A and CHECKPOINT_B');
+    const count = countFromArgs(values);
     const remote = remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint'));
     const [metaA, metaB] = await Promise.all([
       readFlinkMetadata(a, { remote }),
       readFlinkMetadata(b, { remote }),
     ]);
+    // One checkpoint after the other: a bad value is reported for the first that holds one.
+    const countsOf = async (meta: typeof metaA) =>
+      count === undefined ? undefined : await countFlinkElements(meta, { ...count, remote });
+    const countsA = await countsOf(metaA);
+    const countsB = await countsOf(metaB);
     const diff = diffListings(
-      listFlinkMetadata(metaA, { channels: true }),
-      listFlinkMetadata(metaB, { channels: true }),
+      listFlinkMetadata(metaA, { channels: true, counts: countsA }),
+      listFlinkMetadata(metaB, { channels: true, counts: countsB }),
     );
     if (json) printJson(io, diff);
     else io.out.write(describeDiff(diff, values.all === true));

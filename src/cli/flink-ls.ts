@@ -1,6 +1,8 @@
 /** `spillway flink ls CHECKPOINT` (DESIGN §7, §8): what a checkpoint holds in flight, largest first. */
 import { redactLocation } from '../services/locations/redact.ts';
 import { formatBytes } from '../services/human-bytes.ts';
+import { countFlinkElements } from '../services/formats/flink/records/count.ts';
+import type { FlinkElementCounts } from '../services/formats/flink/records/element-counts.ts';
 import {
   listFlinkMetadata,
   type FlinkCheckpointListing,
@@ -8,13 +10,15 @@ import {
 } from '../services/formats/flink/list.ts';
 import { readFlinkMetadata, resolveOperator } from '../services/formats/flink/metadata.ts';
 import { parse, stringOption, UsageError } from './args.ts';
+import { countFromArgs, countUsage } from './flink-count-args.ts';
 import { reportError } from './errors.ts';
 import { printJson, type Io } from './io.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 import { oneLine } from './terminal-text.ts';
 
 export const usage = `usage: spillway flink ls CHECKPOINT [--operator OP] [--channels] [--all] [--json]
-                       [--s3-endpoint URL]
+                       [--type SPEC] [--key long|int|bytes:K] [--allow-path DIR]…
+                       [--relocate FROM=TO]… [--s3-endpoint URL]
 
 Says what a Flink checkpoint holds in flight and what is large: the total, then every operator
 with channel state, largest first (input + output bytes), with its id as Flink prints it, name and
@@ -30,7 +34,7 @@ http(s):// URL or s3://bucket/key. Metadata versions 3 to 6 (Flink 1.11 to 2.x) 
                      (partition, subpartition) with its bytes and entries (network buffers)
   --all              list the operators without channel state too (hidden by default; the
                      table says how many were hidden)
-  --s3-endpoint URL  an S3-compatible store for s3:// (path-style)
+${countUsage}  --s3-endpoint URL  an S3-compatible store for s3:// (path-style)
   --json             one JSON object on stdout with exact byte counts: { version, checkpointId,
                      inputBytes, outputBytes, inputChannels, outputSubpartitions, operators: [{
                      id, name?, uid?, parallelism, maxParallelism, inputBytes, outputBytes,
@@ -38,7 +42,9 @@ http(s):// URL or s3://bucket/key. Metadata versions 3 to 6 (Flink 1.11 to 2.x) 
                      outputSubpartitions, outputBytes, channels? }] }] }, every operator in
                      metadata order (--operator: that one; totals are over what is listed);
                      channels (--channels): [{ side: "input", gate, channel, bytes, entries } |
-                     { side: "output", partition, subpartition, bytes, entries }];
+                     { side: "output", partition, subpartition, bytes, entries }]; with
+                     --type or --key every channel, subtask, operator and the checkpoint also
+                     carry records, watermarks, otherElements and partial (exact counts)
                      on failure { error: { code, message, file?, offset? } }
 
 Sizes in the table are binary (B, KiB, MiB, GiB); --json keeps every count exact. Finished
@@ -67,24 +73,40 @@ function columns(rows: string[][], align: string, indent = '  '): string[] {
   );
 }
 
-function subtaskRows(op: FlinkOperatorListing): string[] {
+/** The count columns' heads, and their cells for a row (nothing when not counted). */
+const COUNT_HEADS = ['records', 'watermarks', 'other', 'partial'];
+const countCells = (c: Partial<FlinkElementCounts>): string[] =>
+  c.records === undefined
+    ? []
+    : [c.records, c.watermarks ?? 0, c.otherElements ?? 0, c.partial ?? 0].map(String);
+
+function subtaskRows(op: FlinkOperatorListing, counted: boolean): string[] {
   return columns(
     [
-      ['subtask', 'input channels', 'input bytes', 'output subpartitions', 'output bytes', ''],
+      [
+        'subtask',
+        'input channels',
+        'input bytes',
+        'output subpartitions',
+        'output bytes',
+        ...(counted ? COUNT_HEADS : []),
+        '',
+      ],
       ...op.subtasks.map((s) => [
         String(s.index),
         String(s.inputChannels),
         formatBytes(s.inputBytes),
         String(s.outputSubpartitions),
         formatBytes(s.outputBytes),
+        ...countCells(s),
         s.finished ? 'finished' : '',
       ]),
     ],
-    'lrrrrl',
+    `lrrrr${counted ? 'rrrr' : ''}l`,
   );
 }
 
-function channelRows(op: FlinkOperatorListing): string[] {
+function channelRows(op: FlinkOperatorListing, counted: boolean): string[] {
   const rows = op.subtasks.flatMap((s) =>
     (s.channels ?? []).map((c) => [
       String(s.index),
@@ -93,10 +115,23 @@ function channelRows(op: FlinkOperatorListing): string[] {
         : `output partition ${c.partition} subpartition ${c.subpartition}`,
       formatBytes(c.bytes),
       String(c.entries),
+      ...countCells(c),
     ]),
   );
   if (rows.length === 0) return ['  (no channel state)'];
-  return columns([['subtask', 'channel', 'bytes', 'entries'], ...rows], 'rlrr');
+  return columns(
+    [['subtask', 'channel', 'bytes', 'entries', ...(counted ? COUNT_HEADS : [])], ...rows],
+    `rlrr${counted ? 'rrrr' : ''}`,
+  );
+}
+
+/** `N records, M watermarks, …` of a total (empty when not counted). */
+export function describeCounts(c: Partial<FlinkElementCounts>): string {
+  if (c.records === undefined) return '';
+  return (
+    `${c.records} record(s), ${c.watermarks ?? 0} watermark(s), ` +
+    `${c.otherElements ?? 0} other element(s), ${c.partial ?? 0} partial record piece(s)`
+  );
 }
 
 /**
@@ -116,6 +151,8 @@ export function describeListing(
       `${listing.inputChannels} channel(s), output ${formatBytes(outputBytes)} in ` +
       `${listing.outputSubpartitions} subpartition(s)`,
   ];
+  const counted = listing.records !== undefined;
+  if (counted) lines.push(`elements: ${describeCounts(listing)}`);
   // Largest first; ties (and empty operators) keep metadata order: sort is stable.
   const sorted = [...listing.operators].sort((a, b) => inFlight(b) - inFlight(a));
   const shownOps = options.all === true ? sorted : sorted.filter((op) => inFlight(op) > 0);
@@ -130,10 +167,14 @@ export function describeListing(
       `operator ${op.id}${names.length > 0 ? `  ${names.join('  ')}` : ''}` +
         `  parallelism ${op.parallelism}  max parallelism ${op.maxParallelism}${allFinished}`,
       `  in flight ${formatBytes(inFlight(op))}: input ${formatBytes(op.inputBytes)}, ` +
-        `output ${formatBytes(op.outputBytes)}`,
+        `output ${formatBytes(op.outputBytes)}${counted ? `; ${describeCounts(op)}` : ''}`,
     );
     if (op.subtasks.length === 0) lines.push('  (no subtask state)');
-    else lines.push(...(options.channels === true ? channelRows(op) : subtaskRows(op)));
+    else {
+      lines.push(
+        ...(options.channels === true ? channelRows(op, counted) : subtaskRows(op, counted)),
+      );
+    }
   }
   const hidden = listing.operators.length - shownOps.length;
   if (hidden > 0) {
@@ -157,6 +198,10 @@ export async function ls(argv: string[], io: Io): Promise<number> {
         operator: { type: 'string' },
         channels: { type: 'boolean' },
         all: { type: 'boolean' },
+        type: { type: 'string' },
+        key: { type: 'string' },
+        'allow-path': { type: 'string', multiple: true },
+        relocate: { type: 'string', multiple: true },
       },
       1,
     );
@@ -166,12 +211,16 @@ export async function ls(argv: string[], io: Io): Promise<number> {
     }
     const checkpoint = positionals[0];
     if (checkpoint === undefined) throw new UsageError('missing CHECKPOINT');
+    // Checked before anything is read: a bad SPEC or --key is refused at once.
+    const count = countFromArgs(values);
     const remote = remoteOptionsFromEnv(process.env, stringOption(values, 's3-endpoint'));
     let meta = await readFlinkMetadata(checkpoint, { remote });
     const operator = stringOption(values, 'operator');
     if (operator !== undefined) meta = { ...meta, operators: [resolveOperator(meta, operator)] };
     const channels = values.channels === true;
-    const listing = listFlinkMetadata(meta, { channels });
+    const counts =
+      count === undefined ? undefined : await countFlinkElements(meta, { ...count, remote });
+    const listing = listFlinkMetadata(meta, { channels, counts });
     if (json) printJson(io, listing);
     else {
       const fullyFinished = new Set(meta.operators.filter((o) => o.finished).map((o) => o.id));

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from './args.ts';
+import { METADATA_FILE_NAME } from '../services/formats/flink/metadata-file.ts';
 import type { Io } from './io.ts';
 
 export const usage = `usage: spillway tour
@@ -31,7 +32,7 @@ export function tourCheckpoint(): string | undefined {
     dir = dirname(dir)
   ) {
     const found = join(dir, 'examples', 'flink-checkpoint', 'chk-3');
-    if (existsSync(join(found, '_metadata'))) return found;
+    if (existsSync(join(found, METADATA_FILE_NAME))) return found;
   }
   return undefined;
 }

@@ -7,9 +7,11 @@ import { fromPromise } from 'xstate';
 import type { Drainer } from '../services/spill/drainer.ts';
 import {
   checkRemainderOut,
+  defaultRemainderPath,
   discardRemainder,
   writeRemainder,
 } from '../services/spill/remainder-writer.ts';
+import type { TaskEnding } from '../services/task-ending.ts';
 import { AbortedError, addSuppressed, CancelledError, toError } from '../services/errors.ts';
 import type { CheckpointReply, CheckpointResult } from './events.ts';
 import type { TaskRef } from './task-ref.ts';
@@ -29,6 +31,8 @@ export interface CheckpointWriterInput {
   remainder?: { subtask: number } | undefined;
   /** For an `s3://` out: endpoint and region. */
   s3?: S3Options | undefined;
+  /** The task's ending: a remainder written without `out` is the task's to delete as it ends. */
+  ending: Pick<TaskEnding, 'ownForCaller'>;
 }
 
 /**
@@ -45,9 +49,9 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
     await Promise.resolve();
     const taskDir = input.drainer.state.taskDir;
     // Without `out` the remainder goes beside the task dir (which the drain's end deletes), in
-    // the owner dir: `recoverChannelState` deletes it when the task ends unless its caller moved
-    // it away first, and a sweep takes it with a dead owner's dir.
-    const out = input.out ?? `${taskDir ?? '.'}-checkpoint-${checkpointId}.spwc`;
+    // the owner dir: the task's ending deletes it (registered below, as it is written) unless
+    // its caller moved it away first, and a sweep takes it with a dead owner's dir.
+    const out = input.out ?? defaultRemainderPath(taskDir, checkpointId);
     const userSignal = input.signal;
     const cancelledByCaller = () =>
       new CancelledError(`checkpoint ${checkpointId}: cancelled by its signal`, {
@@ -127,7 +131,16 @@ export const checkpointWriter = fromPromise<void, CheckpointWriterInput>(
         ...(closeError !== undefined ? { error: closeError } : {}),
       });
     }
-    if (failure !== undefined) reply.reject(failure);
-    else reply.resolve(result!);
+    if (failure !== undefined) {
+      reply.reject(failure);
+      return;
+    }
+    const written = result!.file;
+    if (input.out === undefined && written !== undefined) {
+      // The default remainder is the task's to delete as it ends (after its caller has had it
+      // until then); a file its caller moved away first is fine.
+      input.ending.ownForCaller(written, { close: () => discardRemainder(written) });
+    }
+    reply.resolve(result!);
   },
 );

@@ -4,6 +4,7 @@ import type { DrainReport, Drainer } from '../services/spill/drainer.ts';
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { addSuppressed, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
+import { ACTOR_IDS } from './actor-ids.ts';
 import type { LateErrors, TaskServices } from './task-services.ts';
 
 export interface DrainInput {
@@ -25,7 +26,7 @@ export const drainChannels = fromPromise<DrainReport, DrainInput>(async ({ input
   const onAbort = () => drainer.stop();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    return await services.executor.submit('drain', async () => {
+    return await services.executor.submit(ACTOR_IDS.drain, async () => {
       let report: DrainReport;
       try {
         await input.state.release(); // the hand-off grant
@@ -57,7 +58,7 @@ export const drainMachine = setup({
   },
   actors: { drainChannels },
 }).createMachine({
-  id: 'drain',
+  id: ACTOR_IDS.drain,
   description: 'Stage 3: spill files → channels, on the channel-IO executor.',
   context: ({ input }) => input,
   initial: 'draining',

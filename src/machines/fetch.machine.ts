@@ -4,6 +4,7 @@ import { fetchToSpill, type FetchReport } from '../services/spill/fetch-stage.ts
 import type { FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
+import { ACTOR_IDS } from './actor-ids.ts';
 import type { LateErrors, TaskServices } from './task-services.ts';
 
 export interface FetchInput {
@@ -54,7 +55,7 @@ export function createSpillCheckpoint(rules: SpillRules) {
     const { services, ending, parent } = input;
     try {
       const taskDir = await services.taskDir();
-      const result = await services.executor.submit('fetch', () =>
+      const result = await services.executor.submit(ACTOR_IDS.fetch, () =>
         fetchToSpill({
           checkpoint: services.checkpoint,
           taskDir,
@@ -119,7 +120,7 @@ export const fetchMachine = setup({
   },
   actors: { spillCheckpoint },
 }).createMachine({
-  id: 'fetch',
+  id: ACTOR_IDS.fetch,
   description: 'Stage 1: checkpoint → spill files, on the channel-IO executor.',
   context: ({ input }) => input,
   initial: 'spilling',

@@ -6,6 +6,7 @@ import { channelId } from '../services/channel.ts';
 import { type FetchedChannelState } from '../services/spill/fetched-state.ts';
 import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
+import { ACTOR_IDS } from './actor-ids.ts';
 import type { LateErrors, TaskServices } from './task-services.ts';
 
 export interface GapInput {
@@ -39,7 +40,7 @@ function mail<T>(input: GapInput, name: string, signal: AbortSignal, body: () =>
 
 export const requestPartitions = fromPromise<Map<number, ChannelConsumer>, GapInput>(
   async ({ input, signal }) => {
-    return mail(input, 'requestPartitions', signal, () => {
+    return mail(input, ACTOR_IDS.requestPartitions, signal, () => {
       const consumers = new Map<number, ChannelConsumer>();
       for (const info of input.state.channels) {
         consumers.set(channelId(info), input.services.channels(info));
@@ -53,7 +54,7 @@ export const buildDrainer = fromPromise<
   void,
   GapInput & { consumers: Map<number, ChannelConsumer> }
 >(({ input, signal }) =>
-  mail(input, 'buildDrainer', signal, () => {
+  mail(input, ACTOR_IDS.buildDrainer, signal, () => {
     const drainer = new Drainer(input.state, input.consumers, {
       ...input.services.limits,
       progress: input.services.progress,
@@ -71,7 +72,7 @@ export const buildDrainer = fromPromise<
 );
 
 export const installTrigger = fromPromise<void, GapInput>(({ input, signal }) =>
-  mail(input, 'installTrigger', signal, () => {
+  mail(input, ACTOR_IDS.installTrigger, signal, () => {
     input.parent.send({ type: 'TRIGGER.INSTALLED' });
   }),
 );
@@ -81,7 +82,7 @@ export const gapMachine = setup({
   actors: { requestPartitions, buildDrainer, installTrigger },
   actions: { forgetConsumers: assign({ consumers: undefined }) },
 }).createMachine({
-  id: 'gap',
+  id: ACTOR_IDS.gap,
   description: 'Stage 2: mailbox mails that turn the fetched state into a live drainer.',
   context: ({ input }) => input,
   initial: 'requestingPartitions',
@@ -90,7 +91,7 @@ export const gapMachine = setup({
       description:
         'Mail: ask the owner for one consumer per channel. A closed mailbox rejects it (row GAP2), a closing one drops it (row GAP3).',
       invoke: {
-        id: 'requestPartitions',
+        id: ACTOR_IDS.requestPartitions,
         src: 'requestPartitions',
         input: ({ context }) => context,
         onDone: {
@@ -103,7 +104,7 @@ export const gapMachine = setup({
       description:
         'Mail: build the drainer (its main reader takes a grant) and hand it to the task (row GAP4 if it throws).',
       invoke: {
-        id: 'buildDrainer',
+        id: ACTOR_IDS.buildDrainer,
         src: 'buildDrainer',
         input: ({ context }) => ({ ...context, consumers: context.consumers! }),
         // The drainer holds the consumers now; one channel's entry each is plenty (G8).
@@ -114,7 +115,7 @@ export const gapMachine = setup({
       description:
         'Mail: make the drainer the checkpoint trigger (row GAP5 if rejected or dropped).',
       invoke: {
-        id: 'installTrigger',
+        id: ACTOR_IDS.installTrigger,
         src: 'installTrigger',
         input: ({ context }) => context,
         onDone: 'ready',

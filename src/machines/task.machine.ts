@@ -39,6 +39,7 @@ import { gapMachine } from './gap.machine.ts';
 import { drainMachine } from './drain.machine.ts';
 import { registryActor } from './registry.actor.ts';
 import { checkpointWriter } from './checkpoint-writer.actor.ts';
+import { ACTOR_IDS } from './actor-ids.ts';
 import type { TaskServices } from './task-services.ts';
 import { ENDINGS, STAGE_TAGS, type StageTag } from '../services/stage.ts';
 import { remainderFormat } from '../services/rescale/rescale-options.ts';
@@ -204,6 +205,7 @@ export const taskMachine = setup({
             reply: params.reply,
             remainder: remainderFormat(context.services.rescale),
             s3: context.services.remote?.s3,
+            ending: context.ending,
           },
         });
       },
@@ -326,7 +328,7 @@ export const taskMachine = setup({
               description: 'Stage 1 (fetch machine): checkpoint → spill files.',
               tags: ['fetch'],
               invoke: {
-                id: 'fetch',
+                id: ACTOR_IDS.fetch,
                 src: 'fetchMachine',
                 input: ({ context, self }) => ({
                   services: context.services,
@@ -347,7 +349,7 @@ export const taskMachine = setup({
               description: 'Stage 2 (gap machine): mailbox mails build and install the drainer.',
               tags: ['gap'],
               invoke: {
-                id: 'gap',
+                id: ACTOR_IDS.gap,
                 src: 'gapMachine',
                 input: ({ context, self }) => ({
                   services: context.services,
@@ -363,7 +365,7 @@ export const taskMachine = setup({
               description: 'Stage 3 (drain machine): spill files → channels.',
               tags: ['drain'],
               invoke: {
-                id: 'drain',
+                id: ACTOR_IDS.drain,
                 src: 'drainMachine',
                 input: ({ context, self }) => ({
                   services: context.services,

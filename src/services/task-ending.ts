@@ -14,9 +14,12 @@
  * 2. the registry actor's disposer, which XState runs even on a bare `actor.stop()`, where no
  *    exit action runs.
  * The registry closes in reverse registration order, as Flink's StreamTask does: the resources
- * (registered later) first, then the executor drains, then the mailbox closes last. The close
- * resolves only once every entry, and every argument of a late registration, has finished
- * closing: `done` awaits it, so "the task ended" and "its files are gone" are the same instant.
+ * (registered later) first, then the executor drains, then the mailbox closes. After them go
+ * what the task holds for its caller, each registered where it is made (`ownForCaller`): the
+ * streams given as channels (released), the remainders written without an `out` (deleted), the
+ * wait for the spill root and the last progress reading. The close resolves only once every
+ * entry, and every argument of a late registration, has finished closing: `done` awaits it, so
+ * "the task ended" and "its files are gone" are the same instant.
  *
  * The first cause. The machine keeps the first real cause of a failure or cancellation in its
  * context (`recordStageError`, `recordCancel`, `recordFailure`: the first one wins). Besides it,
@@ -27,9 +30,18 @@
  * - the registry's own close failure.
  * A task that otherwise finished fails with its first cleanup error (the spill disk is failing,
  * and the caller must hear of it); under a real cause they are all suppressed, in order.
+ * {@link TaskEnding.failure} is that error as it leaves the library: one of ours, a foreign
+ * error wrapped (as a ConsumerError when the caller's code threw it, told by `callerThrew`).
  */
 import { CloseableRegistry, type Closeable } from './registry.ts';
-import { CancelledError, addSuppressed, suppressedOf, toError } from './errors.ts';
+import {
+  CancelledError,
+  addSuppressed,
+  ours,
+  suppressedOf,
+  toError,
+  type SpillwayError,
+} from './errors.ts';
 
 /** The task's services whose close ends the task after its resources (Flink's order). */
 export interface TaskEndingServices {
@@ -68,6 +80,13 @@ export class TaskEnding {
   private closeError: Error | undefined;
   private readonly cleanupErrors: Error[] = [];
   private readonly lateErrors: Error[] = [];
+  /**
+   * What the task holds of its caller's: the streams given as channels, the remainder files
+   * written without an `out`, the wait for the spill root. Closed last, after the mailbox.
+   */
+  private readonly callers = new CloseableRegistry();
+  /** What the caller's code threw: it leaves wrapped as a ConsumerError (see {@link asOurs}). */
+  private readonly callerErrors = new WeakSet<object>();
 
   constructor(services?: TaskEndingServices) {
     if (services === undefined) return;
@@ -85,6 +104,32 @@ export class TaskEnding {
     }
   }
 
+  /**
+   * The task holds `closeable` for its caller (a stream given as a channel, a default remainder
+   * file): closed after the task's own resources, its executor and its mailbox, in reverse
+   * order of these calls. After the close began, it is closed at once (and awaited).
+   */
+  ownForCaller(key: unknown, closeable: Closeable): void {
+    try {
+      this.callers.register(closeable, key);
+    } catch {
+      // Already closing: the registry closed the argument itself; close() waits for it.
+    }
+  }
+
+  /** The caller's code (a consumer, a channel factory, a stream) threw `error`. */
+  callerThrew(error: unknown): void {
+    if (typeof error === 'object' && error !== null) this.callerErrors.add(error);
+  }
+
+  /**
+   * `error` as it leaves the library: one of ours, a foreign one wrapped with it as the cause
+   * (a ConsumerError if the caller's code threw it).
+   */
+  asOurs(error: unknown): SpillwayError {
+    return ours(error, typeof error === 'object' && error !== null && this.callerErrors.has(error));
+  }
+
   /** Its owner closed `resource` itself: the close must not close it again. */
   disown(resource: unknown): void {
     this.registry.unregister(resource);
@@ -96,13 +141,18 @@ export class TaskEnding {
    * late ones included, has finished.
    */
   close(): Promise<void> {
-    this.closing ??= this.registry.close().then(
-      () => this.registry.settled(),
-      async (error: unknown) => {
+    // The caller's holdings close after everything of the task's own: a caller's stream is
+    // released only once nothing of the task can write to it any more, and a default remainder
+    // is deleted only once no checkpoint can still be writing it.
+    this.closing ??= this.registry
+      .close()
+      .catch((error: unknown) => {
         this.closeError = toError(error);
-        await this.registry.settled();
-      },
-    );
+      })
+      .then(() => this.registry.settled())
+      .then(() => this.callers.close())
+      .catch((error: unknown) => this.cleanupFailed(toError(error)))
+      .then(() => this.callers.settled());
     return this.closing;
   }
 
@@ -142,5 +192,14 @@ export class TaskEnding {
       for (const s of suppressedOf(e)) addSuppressed(primary, s);
     }
     return primary;
+  }
+
+  /**
+   * What `done` rejects with: {@link outcome} as one of ours (undefined for a clean finish).
+   * Call it once the close has finished.
+   */
+  failure(end: TaskEnd): SpillwayError | undefined {
+    const error = this.outcome(end);
+    return error === undefined ? undefined : this.asOurs(error);
   }
 }

@@ -28,6 +28,8 @@ function entries(): string[] {
 const TEST_ONLY = [
   'TaskHooks',
   'withHooks',
+  'checkHookTargets',
+  'HOOK_TARGETS',
   'SpillRules',
   'spillRules',
   'createSpillCheckpoint',

@@ -9,7 +9,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildFlinkMetadata, opId } from '../helpers/flink-metadata-builder.ts';
+import { buildFlinkMetadata, oneInputChannel, opId } from '../helpers/flink-metadata-builder.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { lines, listTree, runCli } from './harness.ts';
 
@@ -39,32 +39,14 @@ async function checkpointWith(tmp: string, payload: Buffer): Promise<string> {
   const chk = join(tmp, 'job', 'chk-1');
   await mkdir(chk, { recursive: true });
   const data = Buffer.concat([be32(0), be32(payload.length), payload]);
-  const metadata = buildFlinkMetadata({
-    version: 4,
-    checkpointId: 1,
-    operators: [
-      {
-        id: opId(1),
-        parallelism: 1,
-        maxParallelism: 128,
-        subtasks: [
-          {
-            index: 0,
-            inputs: [
-              {
-                subtaskIndex: 0,
-                gate: 0,
-                channel: 0,
-                offsets: [4],
-                stateSize: 4 + payload.length,
-                delegate: { kind: 'inline', name: 'in', data },
-              },
-            ],
-          },
-        ],
-      },
-    ],
-  });
+  const metadata = buildFlinkMetadata(
+    oneInputChannel({
+      id: opId(1),
+      maxParallelism: 128,
+      payloadBytes: payload.length,
+      delegate: { kind: 'inline', name: 'in', data },
+    }),
+  );
   await writeFile(join(chk, '_metadata'), metadata);
   return chk;
 }

@@ -10,7 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { oneLine } from '../../src/cli/terminal-text.ts';
-import { buildFlinkMetadata, opId } from '../helpers/flink-metadata-builder.ts';
+import { buildFlinkMetadata, oneInputChannel, opId } from '../helpers/flink-metadata-builder.ts';
 import { makeTempRoot, runCli } from './harness.ts';
 
 /** What a terminal acts on: one of each kind the issue names. */
@@ -35,34 +35,16 @@ async function hostileCheckpoint(root: string): Promise<string> {
   const chk = join(root, `job${HOSTILE}`, 'chk-1');
   await mkdir(chk, { recursive: true });
   await writeFile(join(chk, 'state'), STATE);
-  const metadata = buildFlinkMetadata({
-    version: 5,
-    checkpointId: 1,
-    operators: [
-      {
-        id: operator,
-        name: `op${HOSTILE}`,
-        uid: `uid${HOSTILE}`,
-        parallelism: 1,
-        maxParallelism: 8,
-        subtasks: [
-          {
-            index: 0,
-            inputs: [
-              {
-                subtaskIndex: 0,
-                gate: 0,
-                channel: 0,
-                offsets: [4],
-                stateSize: 6,
-                delegate: { kind: 'relative', relativePath: 'state', size: STATE.length },
-              },
-            ],
-          },
-        ],
-      },
-    ],
-  });
+  const metadata = buildFlinkMetadata(
+    oneInputChannel({
+      version: 5,
+      id: operator,
+      name: `op${HOSTILE}`,
+      uid: `uid${HOSTILE}`,
+      payloadBytes: 2,
+      delegate: { kind: 'relative', relativePath: 'state', size: STATE.length },
+    }),
+  );
   await writeFile(join(chk, '_metadata'), metadata);
   return chk;
 }

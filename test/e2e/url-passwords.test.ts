@@ -13,37 +13,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sanitize, sanitizeError } from '../../inspector/sanitize.ts';
 import { recoverChannelState } from '../../src/index.ts';
 import { redactLocation, redactText } from '../../src/services/locations/redact.ts';
-import { buildFlinkMetadata, opId } from '../helpers/flink-metadata-builder.ts';
+import { buildFlinkMetadata, oneInputChannel, opId } from '../helpers/flink-metadata-builder.ts';
 import { makeTempRoot, runCli } from './harness.ts';
 
 const STATE = Buffer.from([0, 0, 0, 0, 0, 0, 0, 2, 7, 8]);
 const operator = opId(0x77);
-const METADATA = buildFlinkMetadata({
-  version: 4,
-  checkpointId: 1,
-  operators: [
-    {
-      id: operator,
-      parallelism: 1,
-      maxParallelism: 8,
-      subtasks: [
-        {
-          index: 0,
-          inputs: [
-            {
-              subtaskIndex: 0,
-              gate: 0,
-              channel: 0,
-              offsets: [4],
-              stateSize: 6,
-              delegate: { kind: 'relative', relativePath: 'state', size: STATE.length },
-            },
-          ],
-        },
-      ],
-    },
-  ],
-});
+const METADATA = buildFlinkMetadata(
+  oneInputChannel({
+    id: operator,
+    payloadBytes: 2,
+    delegate: { kind: 'relative', relativePath: 'state', size: STATE.length },
+  }),
+);
 
 /** Every printable ASCII character. */
 const PRINTABLE = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i));

@@ -3,7 +3,8 @@
  * Chromium at 1280×720 and 1600×1000, with every network request blocked, the report of a real
  * Flink checkpoint loads without a request, without a console error, with no label cut (every
  * text element's content fits its box) and nothing wider than the viewport; it shows the totals,
- * each operator's subtasks as bars, the heat map and the top channels with Flink's byte counts.
+ * each operator's subtasks as bars, the heat map and the top channels with Flink's byte counts,
+ * and (made with --type) the record and watermark counts.
  * Screenshots go to test-artifacts/ (looked at by a person; not compared).
  */
 import { mkdirSync } from 'node:fs';
@@ -23,6 +24,8 @@ import { listFlinkCheckpoint } from '../../src/index.ts';
 if (!hasChromium) console.warn(`skipping the flink report browser test: ${CHROMIUM} is missing`);
 
 const fixture = listFlinkFixtures().find((f) => f.name === '2.3.0-file');
+/** The 2.3.0 fixtures' records (interop/flink Writer). */
+const TYPE = 'Tuple<Long, String>';
 let browser: Browser | undefined;
 let html: string;
 let work: string;
@@ -32,7 +35,8 @@ beforeAll(async () => {
   // One page for every test of the file (made once, removed in afterAll).
   work = await mkdtemp(join(tmpdir(), 'spillway-test-report-'));
   const out = join(work, 'report.html');
-  const r = await runCli(['flink', 'report', fixture.checkpoint, '--out', out]);
+  // With --type: the record and watermark counts are on the page too (and must render).
+  const r = await runCli(['flink', 'report', fixture.checkpoint, '--out', out, '--type', TYPE]);
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/^wrote .*report\.html: checkpoint 3, /);
   html = join(work, 'report.html');
@@ -54,6 +58,11 @@ describe('flink report: the page itself', () => {
     const flink = withFlinkTotals(readExpectedLs(fixture.expected));
     const total = flink.inputBytes + flink.outputBytes;
     expect(text).toContain(`title="${total.toLocaleString('en-US')} bytes">${formatBytes(total)}`);
+    const counted = await listFlinkCheckpoint(fixture.checkpoint, { type: TYPE });
+    expect(counted.records).toBeGreaterThan(0);
+    expect(text).toContain(
+      `<div class="label">records</div><b>${counted.records!.toLocaleString('en-US')}</b>`,
+    );
   });
 });
 
@@ -99,6 +108,7 @@ describe.skipIf(!hasChromium)('flink report in headless Chromium, network blocke
           heatCells: document.querySelectorAll('table.heat td').length,
           top: document.querySelectorAll('main > .scroll table tr').length - 1,
           h1: document.querySelector('h1')?.textContent,
+          counts: document.querySelectorAll('p.counts').length,
         };
       });
       expect(requests).toEqual([]);
@@ -108,6 +118,7 @@ describe.skipIf(!hasChromium)('flink report in headless Chromium, network blocke
       expect(facts.h1).toBe('Flink checkpoint 3: what is in flight');
       // 2.3.0-file: three operators hold channel state (slow-join 3 subtasks, each source tail 2).
       expect(facts.operators).toBe(3);
+      expect(facts.counts).toBe(3);
       expect(facts.bars).toBe(2 * (3 + 2 + 2));
       // One cell per subtask and per channel any subtask of the operator has.
       const listing = await listFlinkCheckpoint(fixture.checkpoint, { channels: true });

@@ -7,32 +7,22 @@
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
 import { readFlinkRecords } from '../../src/services/formats/flink/records/read-records.ts';
 import type { FlinkElement } from '../../src/services/formats/flink/records/elements.ts';
 import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/rewrite.ts';
 import { runCli } from '../e2e/harness.ts';
-import { listFlinkFixtures, type FlinkFixture } from '../helpers/flink-expected.ts';
 import {
   copyFixtureCheckpoint,
   cutFrames,
+  fixtureByName,
   readChannel,
   splitChannel,
+  tempRootsForFile,
 } from '../helpers/flink-rewrite.ts';
-import { makeTempRoot, removeDir } from '../helpers/temp.ts';
 
-const fixtures = listFlinkFixtures();
-const byName = (name: string): FlinkFixture => fixtures.find((f) => f.name === name)!;
-const temps: string[] = [];
-afterAll(async () => {
-  for (const t of temps) await removeDir(t);
-});
-async function tempRoot(): Promise<string> {
-  const t = await makeTempRoot();
-  temps.push(t);
-  return t;
-}
+const tempRoot = tempRootsForFile();
 
 beforeAll(async () => {
   // The CLI cases spawn the built CLI.
@@ -68,7 +58,7 @@ async function inputChannels(chk: string): Promise<[string, number, number, numb
 describe('flink rewrite --drop on real Flink checkpoints', () => {
   for (const name of ['1.20.5-file', '2.3.0-file', '2.3.0-inline', '1.20.5-watermarks']) {
     it(`${name}: dropping element 3 of an input channel removes exactly that frame; every other channel reads back unchanged`, async () => {
-      const f = byName(name);
+      const f = fixtureByName(name);
       const { pick, others } = await channelWithFrames(f.checkpoint, 5);
       const [op, subtask, gate, channel] = pick;
       const before = await readChannel(f.checkpoint, op, subtask, 'input', gate, channel);
@@ -107,7 +97,7 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
   }
 
   it('positions are those flink records reads: elements readFlinkRecords yields, handed to drop, are exactly the ones gone', async () => {
-    const f = byName('2.3.0-watermarks');
+    const f = fixtureByName('2.3.0-watermarks');
     const read = async (chk: string, subtask: number): Promise<FlinkElement[]> => {
       const out: FlinkElement[] = [];
       for await (const e of readFlinkRecords({
@@ -144,7 +134,7 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
   });
 
   it('output side: an element flink records reads in an output subpartition is dropped there; the partial head it may begin with is refused', async () => {
-    const f = byName('2.3.0-file');
+    const f = fixtureByName('2.3.0-file');
     const meta = await readFlinkMetadata(f.checkpoint);
     const op = meta.operators.find((o) =>
       o.subtasks.some((s) => s.outputSubpartitions.length > 0),
@@ -204,7 +194,7 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
   });
 
   it('a record cut between an input channel and its upstream is dropped on both sides when the upstream is named', async () => {
-    const f = byName('2.3.0-file');
+    const f = fixtureByName('2.3.0-file');
     const upstream = { 0: 'to-record-a', 1: 'to-record-b' };
     let cut: FlinkElement | undefined;
     for (const subtask of [0, 1, 2]) {
@@ -288,7 +278,7 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
   });
 
   it('a record that spans entries is dropped whole; the entries around it keep the rest', async () => {
-    const f = byName('1.20.5-file');
+    const f = fixtureByName('1.20.5-file');
     const dir = await tempRoot();
     const chk = await copyFixtureCheckpoint(f, dir);
     const [op, subtask, gate, channel] = (await channelWithFrames(chk, 5)).pick;
@@ -315,7 +305,7 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
   });
 
   it('--drop-key removes every record of that key from input channel state and nothing else; --dry-run reports the same and writes nothing', async () => {
-    const f = byName('2.3.0-file');
+    const f = fixtureByName('2.3.0-file');
     const dir = await tempRoot();
     // A key that is in flight: the key of some record in the first input channel.
     const [op, subtask, gate, channel] = (await channelWithFrames(f.checkpoint, 1)).pick;
@@ -377,7 +367,7 @@ describe('flink rewrite --drop on real Flink checkpoints', () => {
   });
 
   it('the CLI prints each dropped element and the sizes that changed; NEWDIR holds _metadata and the new files only', async () => {
-    const f = byName('1.20.5-inline');
+    const f = fixtureByName('1.20.5-inline');
     const out = join(await tempRoot(), 'new');
     const [op, subtask, gate, channel] = (await channelWithFrames(f.checkpoint, 1)).pick;
     const run = await runCli([

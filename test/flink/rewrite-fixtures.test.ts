@@ -8,11 +8,9 @@
  *   state files it names are copied beside the new `_metadata`;
  * - the source's files are never written (hashed before and after).
  */
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFlinkEntries } from '../../src/services/formats/flink/entry-source.ts';
 import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
 import type {
@@ -25,6 +23,7 @@ import type {
 } from '../../src/services/formats/flink/write/channel-handles.ts';
 import { writeFlinkMetadata } from '../../src/services/formats/flink/write/metadata-writer.ts';
 import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/rewrite.ts';
+import { hashTree, tempRootsForFile } from '../helpers/flink-rewrite.ts';
 import {
   expectedSubtasks,
   listFlinkFixtures,
@@ -32,35 +31,11 @@ import {
 } from '../helpers/flink-expected.ts';
 import { startFileServer } from '../helpers/http-file-server.ts';
 import { FLINK_FIXTURES_DIR } from '../helpers/flink-expected.ts';
-import { makeTempRoot, removeDir } from '../helpers/temp.ts';
 
 const fixtures = listFlinkFixtures();
-const temps: string[] = [];
-afterAll(async () => {
-  for (const t of temps) await removeDir(t);
-});
-
-async function tempRoot(): Promise<string> {
-  const t = await makeTempRoot();
-  temps.push(t);
-  return t;
-}
+const tempRoot = tempRootsForFile();
 
 const relocate = (f: FlinkFixture) => [{ from: f.originalJobDir, to: f.jobDir }];
-
-/** Every file under `dir` with its SHA-256. */
-function hashTree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out[p] = createHash('sha256').update(readFileSync(p)).digest('hex');
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 /** Each channel's payload bytes of one operator/subtask side, named as the oracle names them. */
 async function readChannels(

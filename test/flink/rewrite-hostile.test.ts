@@ -5,51 +5,29 @@
  * every case: exit 2 for bad input (one line), nothing at NEWDIR, no staging dir left beside it,
  * the source unchanged (hashed before and after).
  */
-import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { IoError, RewriteRefusedError } from '../../src/services/errors.ts';
 import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
 import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/rewrite.ts';
 import { runCli, spawnCli } from '../e2e/harness.ts';
 import { seam } from '../helpers/fault-seam.ts';
-import { listFlinkFixtures, type FlinkFixture } from '../helpers/flink-expected.ts';
 import {
   copyFixtureCheckpoint,
   cutFrames,
+  fixtureByName,
+  hashTree,
   readChannel,
   splitChannel,
+  tempRootsForFile,
 } from '../helpers/flink-rewrite.ts';
-import { makeTempRoot, removeDir } from '../helpers/temp.ts';
+import { removeDir } from '../helpers/temp.ts';
 
-const fixtures = listFlinkFixtures();
-const byName = (name: string): FlinkFixture => fixtures.find((f) => f.name === name)!;
-const temps: string[] = [];
 afterEach(() => seam.resetFsSeam());
-afterAll(async () => {
-  for (const t of temps) await removeDir(t);
-});
-async function tempRoot(): Promise<string> {
-  const t = await makeTempRoot();
-  temps.push(t);
-  return t;
-}
-
-function hashTree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out[p] = createHash('sha256').update(readFileSync(p)).digest('hex');
-    }
-  };
-  walk(dir);
-  return out;
-}
+const tempRoot = tempRootsForFile();
 
 /** NEWDIR's parent holds nothing but what the test put there: no NEWDIR, no staging dir. */
 async function expectNothingAt(parent: string, allowed: string[] = []): Promise<void> {
@@ -73,7 +51,7 @@ async function partialChannel(chk: string): Promise<[string, number, number, num
 }
 
 describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes nothing', () => {
-  const f = byName('1.20.5-file');
+  const f = fixtureByName('1.20.5-file');
 
   it('a selector past the end of its channel is exit 2 naming it; with --allow-empty the rewrite is written', async () => {
     const parent = await tempRoot();
@@ -135,7 +113,7 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
   });
 
   it('a selector naming the partial record at the end of an input channel is refused with the reason', async () => {
-    const g = byName('2.3.0-inline');
+    const g = fixtureByName('2.3.0-inline');
     const [op, subtask, gate, channel, index] = await partialChannel(g.checkpoint);
     const parent = await tempRoot();
     const selector = `${op}/${subtask}/input/${gate}/${channel}/${index}`;
@@ -215,7 +193,7 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
 
 describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
   it('a full disk at each write in turn (the file seam): an IoError naming ENOSPC, no NEWDIR, no staging dir', async () => {
-    const f = byName('2.3.0-file');
+    const f = fixtureByName('2.3.0-file');
     const parent = await tempRoot();
     const out = join(parent, 'new');
     // How many writes a whole rewrite makes, then a failure at each one of them.
@@ -252,7 +230,7 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
       return;
     }
     try {
-      const f = byName('2.3.0-file');
+      const f = fixtureByName('2.3.0-file');
       const r = await runCli(['flink', 'rewrite', f.checkpoint, '--out', join(mnt, 'new')]);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('ENOSPC');
@@ -263,7 +241,7 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
   });
 
   it('source files that vanish mid-read: a typed error, no NEWDIR, no staging dir', async () => {
-    const f = byName('1.20.5-file');
+    const f = fixtureByName('1.20.5-file');
     const meta = await readFlinkMetadata(f.checkpoint);
     const files = [
       ...new Set(
@@ -310,7 +288,7 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
   });
 
   it('SIGTERM at random moments: NEWDIR whole (and said so) or nothing, never a staging dir; exit 143 or 0; the source unchanged', async () => {
-    const f = byName('1.20.5-file');
+    const f = fixtureByName('1.20.5-file');
     const dir = await tempRoot();
     const chk = await copyFixtureCheckpoint(f, dir);
     const meta = await readFlinkMetadata(chk);

@@ -463,3 +463,52 @@ export function javaSerializedCheckpointProperties(): Buffer {
 export function opId(n: number): string {
   return n.toString(16).padStart(32, '0');
 }
+
+/**
+ * The smallest channel-state checkpoint: one operator of parallelism 1 whose subtask 0 has one
+ * input channel (gate 0, channel 0) holding one entry of `payloadBytes` bytes at offset 4 of
+ * `delegate` (after Flink's 4-byte header); its state size is Flink's, the entry's 4-byte
+ * length included.
+ *
+ * @example
+ * buildFlinkMetadata(oneInputChannel({ id: opId(1), payloadBytes: 2,
+ *   delegate: { kind: 'relative', relativePath: 'state', size: 10 } }));
+ */
+export function oneInputChannel(options: {
+  id: string;
+  payloadBytes: number;
+  delegate: StreamSpec;
+  version?: number;
+  name?: string;
+  uid?: string;
+  maxParallelism?: number;
+}): MetadataSpec {
+  return {
+    version: options.version ?? 4,
+    checkpointId: 1,
+    operators: [
+      {
+        id: options.id,
+        ...(options.name !== undefined ? { name: options.name } : {}),
+        ...(options.uid !== undefined ? { uid: options.uid } : {}),
+        parallelism: 1,
+        maxParallelism: options.maxParallelism ?? 8,
+        subtasks: [
+          {
+            index: 0,
+            inputs: [
+              {
+                subtaskIndex: 0,
+                gate: 0,
+                channel: 0,
+                offsets: [4],
+                stateSize: 4 + options.payloadBytes,
+                delegate: options.delegate,
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+}

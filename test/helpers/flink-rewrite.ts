@@ -2,10 +2,15 @@
  * Helpers of the `flink rewrite` tests: a fixture's checkpoint copied where a test may change
  * it, Flink's network framing cut independently of the product (`[int32 length][element]`),
  * a channel's bytes as Spillway's reader reads them, and a copy whose one input channel is
- * stored as many small entries (so frames span entries) and optionally repeated (a big one).
+ * stored as many small entries (so frames span entries) and optionally repeated (a big one);
+ * and the set-up every rewrite test file repeated: a fixture by name, temp roots removed after
+ * the file, a tree's SHA-256 per file.
  */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { readFlinkEntries } from '../../src/services/formats/flink/entry-source.ts';
 import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
 import type {
@@ -17,7 +22,49 @@ import type {
   ChannelHandleToWrite,
 } from '../../src/services/formats/flink/write/channel-handles.ts';
 import { writeFlinkMetadata } from '../../src/services/formats/flink/write/metadata-writer.ts';
-import type { FlinkFixture } from './flink-expected.ts';
+import { listFlinkFixtures, type FlinkFixture } from './flink-expected.ts';
+import { makeTempRoot, removeDir } from './temp.ts';
+
+/** The committed fixture called `name` (`2.3.0-file`, …). */
+export function fixtureByName(name: string): FlinkFixture {
+  const f = listFlinkFixtures().find((x) => x.name === name);
+  if (f === undefined) throw new Error(`no committed Flink fixture ${name}`);
+  return f;
+}
+
+/**
+ * A maker of temp roots for one test file: each root is removed after the file's tests
+ * (registered with `afterAll` where this is called, at the file's top level).
+ *
+ * @example
+ * const tempRoot = tempRootsForFile();
+ * const dir = await tempRoot();
+ */
+export function tempRootsForFile(): () => Promise<string> {
+  const temps: string[] = [];
+  afterAll(async () => {
+    for (const t of temps) await removeDir(t);
+  });
+  return async () => {
+    const t = await makeTempRoot();
+    temps.push(t);
+    return t;
+  };
+}
+
+/** Every file under `dir` (its path) with its SHA-256: what a read must leave as it was. */
+export function hashTree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out[p] = createHash('sha256').update(readFileSync(p)).digest('hex');
+    }
+  };
+  walk(dir);
+  return out;
+}
 
 /** The framing of a channel's bytes: whole frames (length included) and a cut tail. */
 export function cutFrames(bytes: Buffer): { frames: Buffer[]; partial: Buffer | undefined } {

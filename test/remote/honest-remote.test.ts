@@ -10,7 +10,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
-import type { RetryInfo, RetryPolicy } from '../../src/services/locations/resume.ts';
+import type { RetryInfo, RetryPolicy } from '../../src/services/locations/range-fetcher.ts';
 import { crc32 } from '../../src/services/crc32.ts';
 import {
   AbortedError,

@@ -18,7 +18,7 @@ import {
 import { channelBytes, makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-proxy.ts';
 import { etagOf, startFileServer, type FileServer } from '../helpers/http-file-server.ts';
-import type { RetryInfo } from '../../src/services/locations/resume.ts';
+import type { RetryInfo } from '../../src/services/locations/range-fetcher.ts';
 import { waitFor } from '../helpers/processes.ts';
 import { expectSameBytes } from '../helpers/remote.ts';
 

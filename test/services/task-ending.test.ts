@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { TaskEnding } from '../../src/services/task-ending.ts';
-import { CancelledError, suppressedOf } from '../../src/services/errors.ts';
+import {
+  CancelledError,
+  ConsumerError,
+  InternalError,
+  suppressedOf,
+} from '../../src/services/errors.ts';
 
 const finished = { status: 'done', value: 'finished', error: undefined, cause: undefined } as const;
 
@@ -84,5 +89,44 @@ describe('task ending', () => {
     expect(ending.outcome({ status: 'error', value: {}, error: thrown, cause: undefined })).toBe(
       thrown,
     );
+  });
+
+  it('G1 what the task holds for its caller closes after the mailbox, and a late one is awaited', async () => {
+    const log: string[] = [];
+    const ending = new TaskEnding(services(log));
+    ending.ownForCaller('stream', { close: () => void log.push('stream') });
+    ending.own('drainer', { close: () => void log.push('drainer') });
+    ending.ownForCaller('remainder', { close: async () => void log.push('remainder') });
+    await ending.close();
+    ending.ownForCaller('late', { close: () => void log.push('late') });
+    await ending.close();
+    expect(log).toEqual(['drainer', 'executor', 'mailbox', 'remainder', 'stream', 'late']);
+  });
+
+  it("G5 a caller's holding that fails to close fails a finished task; failure() wraps as ours", async () => {
+    const ending = new TaskEnding();
+    const rmFailed = new Error('rm failed');
+    ending.ownForCaller('remainder', failing(rmFailed));
+    await ending.close();
+    expect(ending.outcome(finished)).toBe(rmFailed);
+    const wrapped = ending.failure(finished);
+    expect(wrapped).toBeInstanceOf(InternalError);
+    expect(wrapped?.cause).toBe(rmFailed);
+  });
+
+  it("G5 an error the caller's code threw leaves as a ConsumerError whose cause it is", async () => {
+    const ending = new TaskEnding();
+    const thrown = new Error('consumer broke');
+    ending.callerThrew(thrown);
+    await ending.close();
+    const error = ending.failure({
+      status: 'done',
+      value: 'failed',
+      error: undefined,
+      cause: thrown,
+    });
+    expect(error).toBeInstanceOf(ConsumerError);
+    expect(error?.cause).toBe(thrown);
+    expect(ending.failure(finished)).toBeUndefined();
   });
 });

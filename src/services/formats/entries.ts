@@ -14,12 +14,12 @@ import {
 import { isRemoteLocation } from '../locations/schemes.ts';
 import { openCheckpointSource, type SourceOptions } from '../locations/source.ts';
 import type { FlinkSelection, FlinkSourceInfo } from './flink/entry-source.ts';
+import { FLINK_METADATA_MAGIC, METADATA_FILE_NAME } from './flink/metadata-file.ts';
 
 /** The formats the seam reads. */
 export type CheckpointFormat = 'spwc-v1' | 'spwc-v2' | 'flink';
 
-/** Flink's `_metadata` magic number (`Checkpoints.HEADER_MAGIC_NUMBER`). */
-export const FLINK_METADATA_MAGIC = 0x4960672d;
+export { FLINK_METADATA_MAGIC } from './flink/metadata-file.ts';
 
 /**
  * A visitor that may also hear which file the next entries come from and how long an entry's
@@ -125,7 +125,7 @@ export async function detectCheckpointFormat(
   if (!isRemoteLocation(location)) {
     const st = await fsSeam.stat(location).catch(() => undefined);
     if (st?.isDirectory() === true) {
-      const inner = await fsSeam.stat(join(location, '_metadata')).catch(() => undefined);
+      const inner = await fsSeam.stat(join(location, METADATA_FILE_NAME)).catch(() => undefined);
       return inner?.isFile() === true ? 'flink' : undefined;
     }
   }

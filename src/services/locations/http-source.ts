@@ -20,7 +20,7 @@ import {
 } from '../errors.ts';
 import { redactLocation, redactText } from './redact.ts';
 import { parseRemote, type RemoteUrl } from './schemes.ts';
-import type { RangeFetcher, RangeResponse } from './resume.ts';
+import type { RangeFetcher, RangeResponse } from './range-fetcher.ts';
 
 /** An HTTP answer retrying may change: a server busy or failing, a proxy timing out. */
 function transientStatus(status: number): boolean {

@@ -2,7 +2,7 @@
  * The options of remote checkpoints (`http(s)://`, `s3://`), free of any SDK type so that the
  * public types compile without the optional `@aws-sdk/client-s3`.
  */
-import type { RetryInfo, RetryPolicy } from './resume.ts';
+import type { RetryInfo, RetryPolicy } from './range-fetcher.ts';
 
 export type { RetryInfo, RetryPolicy };
 

@@ -12,7 +12,7 @@ import {
   RemoteUnsupportedError,
 } from '../errors.ts';
 import { redactText } from './redact.ts';
-import type { RangeFetcher, RangeResponse } from './resume.ts';
+import type { RangeFetcher, RangeResponse } from './range-fetcher.ts';
 import type { S3Options } from './remote-options.ts';
 import { parseS3Location, s3Client, s3Failure } from './s3-client.ts';
 

@@ -10,7 +10,8 @@ import { fsSeam, type SeamFile } from '../fs.ts';
 import { httpFetcher, type HttpFetcherOptions } from './http-source.ts';
 import { factsOf, isRemoteLocation, type SchemeFacts } from './schemes.ts';
 import type { RemoteOptions } from './remote-options.ts';
-import { openResumable, type ResumableOptions } from './resume.ts';
+import { openResumable } from './resume.ts';
+import type { ResumableOptions } from './range-fetcher.ts';
 import { s3Fetcher } from './s3-source.ts';
 
 /**

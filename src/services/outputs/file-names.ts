@@ -25,8 +25,19 @@ export function channelFileName(side: OutputSide, info: ChannelInfo): string {
     : `partition-${info.gate}-subpartition-${info.channel}.bin`;
 }
 
-/** What an existing channel file in an output dir looks like (either side's name). */
-export const CHANNEL_FILE_RE = /^(?:gate-\d+-channel-\d+|partition-\d+-subpartition-\d+)\.bin$/;
+/**
+ * What an existing channel file in an output dir looks like (either side's name): built from
+ * {@link channelFileName} itself, each number standing for any, so the names are spelled once.
+ */
+export const CHANNEL_FILE_RE = new RegExp(
+  `^(?:${(['input', 'output'] as const)
+    .map((side) =>
+      channelFileName(side, { gate: 0, channel: 0 })
+        .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+        .replace(/0/g, '\\d+'),
+    )
+    .join('|')})$`,
+);
 
 /**
  * The directory of one new subtask of a rescaled restore (`--rescale P`), relative to `--out`.

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { addSuppressed, CleanupError, MisuseError, SpillRootError, errnoOf } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
+import { fsSeam, type FileSystem } from '../fs.ts';
 import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';
 import { currentOwner, ownIdentity, ownerDirName } from './identity.ts';
 import { holdOwnerDir, releaseOwnerDir } from './liveness.ts';
@@ -68,6 +68,8 @@ export class SpillRoot {
   private constructor(
     root: string,
     private readonly key: string,
+    /** The file seam every operation of this instance goes through. */
+    private readonly fs: FileSystem,
   ) {
     this.root = root;
     this.ownerDir = join(root, 'spillway', ownerDirName(ownIdentity()));
@@ -95,10 +97,20 @@ export class SpillRoot {
    */
   static async open(
     root: string,
-    options: { sweep?: boolean; log?: (line: string) => void; signal?: AbortSignal } = {},
+    options: {
+      sweep?: boolean;
+      log?: (line: string) => void;
+      signal?: AbortSignal;
+      /**
+       * The file seam the instance's operations go through (a test's or the demo's faulty
+       * one); the product's by default. Like the other options, the first opener's counts.
+       */
+      fs?: FileSystem;
+    } = {},
   ): Promise<SpillRoot> {
     const resolved = resolve(root);
-    const st = await checkRoot(resolved);
+    const fs = options.fs ?? fsSeam;
+    const st = await checkRoot(resolved, fs);
     const key = `${st.dev}:${st.ino}`;
     const existing = cache.get(key);
     if (existing !== undefined) {
@@ -107,7 +119,7 @@ export class SpillRoot {
           async (instance) => {
             // A root deleted behind our back and made anew often gets the same inode: the cached
             // instance then points at an owner dir that no longer exists. Start afresh.
-            await fsSeam.lstat(instance.ownerDir);
+            await instance.fs.lstat(instance.ownerDir);
             return instance;
           },
           () => undefined,
@@ -117,7 +129,7 @@ export class SpillRoot {
       if (cache.get(key) === existing) cache.delete(key);
       return SpillRoot.open(root, options);
     }
-    const instance = new SpillRoot(resolved, key);
+    const instance = new SpillRoot(resolved, key, fs);
     const entry: CacheEntry = { root: instance, ready: instance.#init(options) };
     cache.set(key, entry);
     entry.ready.catch(() => {
@@ -133,12 +145,13 @@ export class SpillRoot {
   }): Promise<SpillRoot> {
     await closing.get(this.key)?.catch(() => undefined);
     const spillwayDir = join(this.root, 'spillway');
-    await ensureSpillwayDir(spillwayDir);
+    await ensureSpillwayDir(spillwayDir, this.fs);
     if (options.sweep !== false) {
       this.#lastSweep = await sweepSpillwayDir(
         spillwayDir,
         options.log ?? defaultLog,
         options.signal,
+        this.fs,
       );
     }
     const previous = byOwnerDir.get(this.ownerDir);
@@ -161,7 +174,7 @@ export class SpillRoot {
               cause: e,
             });
       try {
-        await fsSeam.rm(this.ownerDir);
+        await this.fs.rm(this.ownerDir);
         releaseAtExit(this.ownerDir);
       } catch (cleanup) {
         addSuppressed(error, cleanup);
@@ -175,22 +188,22 @@ export class SpillRoot {
 
   async #createOwnerDir(): Promise<void> {
     try {
-      await fsSeam.mkdir(this.ownerDir, { mode: 0o700 });
+      await this.fs.mkdir(this.ownerDir, { mode: 0o700 });
     } catch (e) {
       if (errnoOf(e) !== 'EEXIST') throw e;
       // Only this process can hold this name: it is left over from one of our instances whose
       // close failed. Start it afresh rather than inherit its contents.
-      const st = await fsSeam.lstat(this.ownerDir);
+      const st = await this.fs.lstat(this.ownerDir);
       if (foreignReason(st) !== undefined) {
         throw new SpillRootError(`${this.ownerDir} exists and is ${foreignReason(st)}`);
       }
-      await fsSeam.rm(this.ownerDir);
-      await fsSeam.mkdir(this.ownerDir, { mode: 0o700 });
+      await this.fs.rm(this.ownerDir);
+      await this.fs.mkdir(this.ownerDir, { mode: 0o700 });
     }
     // tmp + rename: a sweeper reads either no marker (and keeps a young dir) or a whole one.
     const tmp = join(this.ownerDir, `.owner.json.tmp-${rand8()}`);
-    await fsSeam.writeFile(tmp, `${JSON.stringify(currentOwner(), null, 2)}\n`, 0o600);
-    await fsSeam.rename(tmp, join(this.ownerDir, 'owner.json'));
+    await this.fs.writeFile(tmp, `${JSON.stringify(currentOwner(), null, 2)}\n`, 0o600);
+    await this.fs.rename(tmp, join(this.ownerDir, 'owner.json'));
   }
 
   /**
@@ -232,7 +245,7 @@ export class SpillRoot {
     const done = (async () => {
       if (this.#detached) return;
       try {
-        await fsSeam.rm(this.ownerDir);
+        await this.fs.rm(this.ownerDir);
       } catch (e) {
         throw new CleanupError(`could not remove owner dir ${this.ownerDir}: ${message(e)}`, {
           cause: e,

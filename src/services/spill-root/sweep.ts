@@ -104,18 +104,23 @@ export async function readMarker(
 }
 
 /** Renames `path` to a fresh `swept-*` name, then removes it. False if someone else got it first. */
-async function claimAndRemove(dir: string, path: string, stem: string): Promise<boolean> {
+async function claimAndRemove(
+  fs: FileSystem,
+  dir: string,
+  path: string,
+  stem: string,
+): Promise<boolean> {
   // The rename is the claim: of two sweepers only one can move the entry, the other gets ENOENT.
   // A crash after it leaves a `swept-*` dir that any later sweep finishes.
   const claimed = join(dir, `swept-${stem}-${rand8()}`);
   try {
-    await fsSeam.rename(path, claimed);
+    await fs.rename(path, claimed);
   } catch (e) {
     if (errnoOf(e) === 'ENOENT') return false;
     throw e;
   }
   try {
-    await fsSeam.rm(claimed);
+    await fs.rm(claimed);
   } catch (e) {
     throw new CleanupError(`claimed ${path} as ${claimed} but could not remove it: ${message(e)}`, {
       cause: e,
@@ -145,6 +150,7 @@ export async function decideOwner(
   dir: string,
   name: string,
   match: RegExpExecArray,
+  fs: FileSystem = fsSeam,
 ): Promise<OwnerDecision> {
   const path = join(dir, name);
   const keep = (reason: string, marker?: OwnerMarker, mtimeMs?: number): OwnerDecision => ({
@@ -156,7 +162,7 @@ export async function decideOwner(
   });
   let st: Stats;
   try {
-    st = await fsSeam.lstat(path);
+    st = await fs.lstat(path);
   } catch (e) {
     if (errnoOf(e) === 'ENOENT') {
       return {
@@ -169,7 +175,7 @@ export async function decideOwner(
     }
     throw e;
   }
-  const marker = await readMarker(path).catch(() => 'owner.json cannot be read');
+  const marker = await readMarker(path, fs).catch(() => 'owner.json cannot be read');
   const good = typeof marker !== 'string' && ownerDirName(marker) === name ? marker : undefined;
   if (name === ownerDirName(ownIdentity()) || isHeldHere(path)) {
     return keep('this process', good, st.mtimeMs);
@@ -216,16 +222,17 @@ async function sweepOwner(
   match: RegExpExecArray,
   report: SweepReport,
   log: Log,
+  fs: FileSystem,
 ): Promise<void> {
   const path = join(dir, name);
-  const decision = await decideOwner(dir, name, match);
+  const decision = await decideOwner(dir, name, match, fs);
   if (decision.action === 'gone') return;
   if (decision.action === 'keep') {
     report.kept.push(path);
     log(`spillway sweep: kept ${path}: ${decision.reason}`);
     return;
   }
-  if (await claimAndRemove(dir, path, name.slice('owner-'.length))) {
+  if (await claimAndRemove(fs, dir, path, name.slice('owner-'.length))) {
     report.swept.push(path);
     log(`spillway sweep: swept ${path}: ${decision.reason}`);
   } else {
@@ -239,11 +246,12 @@ async function finishSwept(
   match: RegExpExecArray,
   report: SweepReport,
   log: Log,
+  fs: FileSystem,
 ): Promise<void> {
   const path = join(dir, name);
   let st: Stats;
   try {
-    st = await fsSeam.lstat(path);
+    st = await fs.lstat(path);
   } catch (e) {
     if (errnoOf(e) === 'ENOENT') return;
     throw e;
@@ -254,7 +262,7 @@ async function finishSwept(
     return;
   }
   // Re-claim under a new name so two sweepers never remove the same tree at once.
-  if (await claimAndRemove(dir, path, match[1])) {
+  if (await claimAndRemove(fs, dir, path, match[1])) {
     report.swept.push(path);
     log(`spillway sweep: finished ${path}, left by an interrupted sweep`);
   }
@@ -264,6 +272,7 @@ export async function sweepSpillwayDir(
   dir: string,
   log: Log,
   signal?: AbortSignal,
+  fs: FileSystem = fsSeam,
 ): Promise<SweepReport> {
   const report: SweepReport = { swept: [], kept: [], errors: [] };
   const fail = (path: string, e: unknown): void => {
@@ -272,7 +281,7 @@ export async function sweepSpillwayDir(
   };
   let names: string[];
   try {
-    names = await fsSeam.readdir(dir);
+    names = await fs.readdir(dir);
   } catch (e) {
     if (errnoOf(e) !== 'ENOENT') fail(dir, e);
     return report;
@@ -286,11 +295,11 @@ export async function sweepSpillwayDir(
     try {
       const owner = OWNER_DIR_RE.exec(name);
       if (owner !== null) {
-        await sweepOwner(dir, name, owner, report, log);
+        await sweepOwner(dir, name, owner, report, log, fs);
         continue;
       }
       const swept = SWEPT_RE.exec(name);
-      if (swept !== null) await finishSwept(dir, name, swept, report, log);
+      if (swept !== null) await finishSwept(dir, name, swept, report, log, fs);
       // Any other name is not Spillway's: never touched.
     } catch (e) {
       fail(join(dir, name), e);

@@ -5,7 +5,7 @@
  */
 import type { Stats } from '../fs.ts';
 import { errnoOf, SpillRootError } from '../errors.ts';
-import { fsSeam } from '../fs.ts';
+import { fsSeam, type FileSystem } from '../fs.ts';
 
 /** An error's message, or the thrown value as text. */
 export function message(e: unknown): string {
@@ -16,10 +16,10 @@ const myUid: number | undefined =
   typeof process.getuid === 'function' ? process.getuid() : undefined;
 
 /** Checks the spill root itself; returns its lstat (dev/ino identify it for the cache). */
-export async function checkRoot(root: string): Promise<Stats> {
+export async function checkRoot(root: string, fs: FileSystem = fsSeam): Promise<Stats> {
   let st: Stats;
   try {
-    st = await fsSeam.lstat(root);
+    st = await fs.lstat(root);
   } catch (e) {
     throw new SpillRootError(
       errnoOf(e) === 'ENOENT'
@@ -62,15 +62,15 @@ export function checkSpillwayDir(dir: string, st: Stats): void {
 }
 
 /** Creates `<root>/spillway` (0700) if needed and checks it. */
-export async function ensureSpillwayDir(dir: string): Promise<void> {
+export async function ensureSpillwayDir(dir: string, fs: FileSystem = fsSeam): Promise<void> {
   try {
-    await fsSeam.mkdir(dir, { mode: 0o700 });
+    await fs.mkdir(dir, { mode: 0o700 });
   } catch (e) {
     if (errnoOf(e) !== 'EEXIST') {
       throw new SpillRootError(`cannot create ${dir}: ${message(e)}`, { cause: e });
     }
   }
-  checkSpillwayDir(dir, await fsSeam.lstat(dir));
+  checkSpillwayDir(dir, await fs.lstat(dir));
 }
 
 /** Whether an entry is a real directory of ours; otherwise says why it is left alone. */

@@ -185,6 +185,19 @@ export function checkRemainderOut(out: string): void {
  * try { await reader.close(); } catch (e) { if (file) await discardRemainder(file); throw e; }
  * ```
  */
+/**
+ * Where a checkpoint's remainder goes when its caller names no `out`: beside the task dir, in the
+ * owner dir (a sweep takes it with a dead owner's dir). The one place this name is decided.
+ *
+ * @example
+ * ```ts
+ * defaultRemainderPath('/tmp/spill/owner-1/task-a', 7); // '/tmp/spill/owner-1/task-a-checkpoint-7.spwc'
+ * ```
+ */
+export function defaultRemainderPath(taskDir: string | undefined, checkpointId: number): string {
+  return `${taskDir ?? '.'}-checkpoint-${checkpointId}.spwc`;
+}
+
 export async function discardRemainder(file: string, s3?: S3Options): Promise<void> {
   if (isRemoteLocation(file)) await deleteObject(file, s3);
   else await fsSeam.rm(file);

@@ -3,18 +3,18 @@
  * rotating `spill-segment-<N>.bin` files inside one exclusive task dir, then seals them into a
  * {@link FetchedChannelState}.
  *
- * One file on purpose (~480 lines, half of it TSDoc): the abort flag, the write behind the
- * reading, file rotation and the discard share the writer's state, and G3 (no write after the
- * abort decision) is only checkable where every path that grows a file is in view.
+ * The abort flag, the write behind the reading, file rotation and the discard share the writer's
+ * state, and G3 (no write after the abort decision) is only checkable where every path that
+ * grows a file is in view: they stay here. The segments in memory (no I/O) are segment-buffer.ts.
  */
 import { join } from 'node:path';
-import { crc32, crc32Combine, crc32Suffix } from '../crc32.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
 import { AbortedError, ErrorCollector, addSuppressed } from '../errors.ts';
 import { channelId, type ChannelInfo } from '../channel.ts';
 import { FetchedChannelState } from './fetched-state.ts';
 import { DEFAULT_MAX_SEGMENT_BYTES, DEFAULT_MAX_SPILL_FILE_BYTES } from './limits.ts';
-import { SEGMENT_HEADER_BYTES, spillFileName, writeSegmentHeader } from './segment-format.ts';
+import { SEGMENT_HEADER_BYTES, spillFileName } from './segment-format.ts';
+import { SegmentBuffer } from './segment-buffer.ts';
 
 export interface SpillWriterOptions {
   /** The task's own dir; created lazily (mode 0700, exclusively) before the first file. */
@@ -90,27 +90,12 @@ export class SpillWriter {
   private file: SeamFile | undefined;
   /** Bytes given to the current file: written, or sealed and pending in the buffer. */
   private fileBytes = 0;
-  /**
-   * The filling buffer, 2 × maxSegmentBytes: sealed segments waiting to be written at
-   * [0, pendingEnd), then the open segment (header space first, body after it). Fewer than
-   * maxSegmentBytes are ever pending when a segment opens, so the open one always fits.
-   */
-  private buffer: Buffer;
-  /**
-   * The other buffer (allocated at the first write): it holds the bytes of the write in flight
-   * and is not touched until that write settles. A flush waits for it, then swaps the two.
-   */
-  private spare: Buffer | undefined;
+  /** The open segment and the sealed ones waiting to be written, in memory. */
+  private readonly segments: SegmentBuffer;
   /** The write running behind append(), if any; it never rejects (see `failure`). */
   private writing: Promise<void> | undefined;
   /** The first failure of a write behind append(); every later call rethrows it. */
   private failure: { error: unknown } | undefined;
-  private pendingEnd = 0;
-  private segmentLength = 0;
-  private segmentGate = -1;
-  private segmentChannel = -1;
-  /** CRC-32 of the open segment's body so far. */
-  private segmentCrc = 0;
   /** The one in-flight disk operation, so a discard can wait for it (G4 for the writer side). */
   private inflight: Promise<unknown> = Promise.resolve();
   private discarding: Promise<void> | undefined;
@@ -128,7 +113,7 @@ export class SpillWriter {
     if (this.maxSpillFileBytes < 1) throw new RangeError('maxSpillFileBytes must be ≥ 1');
     this.onFirstAcquire = options.onFirstAcquire;
     this.onWriteFailure = options.onWriteFailure;
-    this.buffer = Buffer.allocUnsafe(2 * this.maxSegmentBytes);
+    this.segments = new SegmentBuffer(this.maxSegmentBytes);
   }
 
   /** How many spill files were created so far. */
@@ -196,36 +181,25 @@ export class SpillWriter {
     offset: number,
     restCrc: number | undefined,
   ): void | Promise<void> {
+    const segments = this.segments;
     while (offset < bytes.length) {
       if (
-        this.segmentLength > 0 &&
-        (info.gate !== this.segmentGate ||
-          info.channel !== this.segmentChannel ||
-          this.segmentLength >= this.maxSegmentBytes)
+        segments.length > 0 &&
+        (info.gate !== segments.gate ||
+          info.channel !== segments.channel ||
+          segments.length >= this.maxSegmentBytes)
       ) {
         const due = this.sealSegment();
         if (due) return this.resumeAfter(this.flush(), info, bytes, offset, restCrc);
       }
-      if (this.segmentLength === 0) {
+      if (segments.length === 0) {
         if (this.fileBytes >= this.maxSpillFileBytes) {
           return this.resumeAfter(this.rotate(), info, bytes, offset, restCrc);
         }
-        this.openSegment(info);
+        segments.open(info);
       }
-      const rest = bytes.length - offset;
-      const n = Math.min(rest, this.maxSegmentBytes - this.segmentLength);
-      const piece = n === bytes.length ? bytes : bytes.subarray(offset, offset + n);
-      const bodyBefore = this.segmentLength - SEGMENT_HEADER_BYTES;
-      if (restCrc === undefined) {
-        this.segmentCrc = crc32(piece, this.segmentCrc);
-      } else {
-        // Split off this segment's piece: hash the piece, derive the rest's CRC from it.
-        const pieceCrc = n === rest ? restCrc : crc32(piece);
-        if (n < rest) restCrc = crc32Suffix(restCrc, pieceCrc, rest - n);
-        this.segmentCrc = bodyBefore === 0 ? pieceCrc : crc32Combine(this.segmentCrc, pieceCrc, n);
-      }
-      piece.copy(this.buffer, this.pendingEnd + this.segmentLength);
-      this.segmentLength += n;
+      const n = Math.min(bytes.length - offset, this.maxSegmentBytes - segments.length);
+      restCrc = segments.add(bytes, offset, n, restCrc);
       offset += n;
     }
     return undefined;
@@ -250,10 +224,10 @@ export class SpillWriter {
    */
   async keepTogether(info: ChannelInfo, bytes: number): Promise<void> {
     if (
-      this.segmentLength > SEGMENT_HEADER_BYTES &&
-      info.gate === this.segmentGate &&
-      info.channel === this.segmentChannel &&
-      this.segmentLength + bytes > this.maxSegmentBytes
+      this.segments.length > SEGMENT_HEADER_BYTES &&
+      info.gate === this.segments.gate &&
+      info.channel === this.segments.channel &&
+      this.segments.length + bytes > this.maxSegmentBytes
     ) {
       // Sealing may fill the pending buffer: then it is written before more is staged.
       if (this.sealSegment()) await this.flush();
@@ -268,7 +242,7 @@ export class SpillWriter {
   async close(): Promise<FetchedChannelState> {
     this.checkOpen();
     this.closed = true;
-    if (this.segmentLength > 0) this.sealSegment();
+    if (this.segments.length > 0) this.sealSegment();
     await this.flush();
     await this.closeFile();
     this.checkAbort('seal the fetched state');
@@ -349,38 +323,17 @@ export class SpillWriter {
     this.fileBytes = 0;
   }
 
-  /** Starts a segment of `info` after the pending ones (the file has room: see rotate). */
-  private openSegment(info: ChannelInfo): void {
-    this.segmentGate = info.gate;
-    this.segmentChannel = info.channel;
-    this.segmentLength = SEGMENT_HEADER_BYTES;
-    this.segmentCrc = 0;
-  }
-
   /**
-   * Seals the open segment in place. Returns true when a segment's worth is pending: then the
-   * caller must {@link flush} before the next segment opens.
+   * Seals the open segment and counts it for its channel. Returns true when a segment's worth
+   * is pending: then the caller must {@link flush} before the next segment opens.
    */
   private sealSegment(): boolean {
-    const bodyLength = this.segmentLength - SEGMENT_HEADER_BYTES;
-    const length = this.segmentLength;
-    this.segmentLength = 0;
-    if (bodyLength === 0) return false; // never an empty segment, hence never an empty file
+    const sealed = this.segments.seal();
+    if (sealed === undefined) return false;
     this.segmentsSealed++;
-    this.lastSegment.set(
-      channelId({ gate: this.segmentGate, channel: this.segmentChannel }),
-      this.segmentsSealed,
-    );
-    const at = this.pendingEnd;
-    writeSegmentHeader(this.buffer, at, {
-      gate: this.segmentGate,
-      channel: this.segmentChannel,
-      bodyLength,
-      crc: this.segmentCrc,
-    });
-    this.pendingEnd = at + length;
-    this.fileBytes += length;
-    return this.pendingEnd >= this.maxSegmentBytes;
+    this.lastSegment.set(channelId(sealed), this.segmentsSealed);
+    this.fileBytes += sealed.length;
+    return this.segments.pending >= this.maxSegmentBytes;
   }
 
   /**
@@ -388,22 +341,15 @@ export class SpillWriter {
    * returns while it is in flight, after waiting for the previous one.
    */
   private async flush(): Promise<void> {
-    const length = this.pendingEnd;
+    const length = this.segments.pending;
     if (length === 0) return;
     await this.settle();
     if (this.file === undefined) await this.openNextFile();
 
     this.checkAbort('write a segment');
     const file = this.file!;
-    const buffer = this.buffer;
-    // The filled buffer now belongs to the write; the next bytes go to the other one, which
-    // no write holds any more (settle() above waited for the last).
-    this.buffer = this.spare ?? Buffer.allocUnsafe(buffer.length);
-    this.spare = buffer;
-    // Pending bytes are dropped whatever the outcome: after a failed write the stage discards
-    // everything, and a retry would write them twice.
-    this.pendingEnd = 0;
-    const writing = this.writeBehind(file, buffer.subarray(0, length)).catch((error: unknown) => {
+    // settle() above waited for the last write, so the other buffer is free to fill.
+    const writing = this.writeBehind(file, this.segments.take(length)).catch((error: unknown) => {
       if (this.failure !== undefined) return;
       this.failure = { error };
       this.onWriteFailure?.(error);

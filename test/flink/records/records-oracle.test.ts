@@ -17,6 +17,8 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compareWithRecordsOracle, typedFixtures } from '../../helpers/flink-records-oracle.ts';
 import { FLINK_FIXTURES_DIR } from '../../helpers/flink-expected.ts';
+import { persistedRows, readPersistedStats } from '../../helpers/flink-persisted.ts';
+import { listFlinkCheckpoint } from '../../../src/index.ts';
 import { repoRoot } from '../../helpers/processes.ts';
 import { removeDir, tempDir } from '../../helpers/temp.ts';
 
@@ -86,6 +88,12 @@ describe.runIf(missing.length === 0)(
         console.log(`typed ${profile} (fresh): ${JSON.stringify(counts)}`);
         expect(counts.record).toBeGreaterThan(100);
         expect(await readdir(dir)).toEqual(expect.arrayContaining(['ckpt', 'expected']));
+        // The same run's Flink statistics: flink ls equals the persisted bytes per subtask.
+        const stats = readPersistedStats(join(dir, 'ckpt', 'flink-stats.json'));
+        const rows = persistedRows(stats, await listFlinkCheckpoint(chk));
+        expect(rows.length).toBeGreaterThan(0);
+        for (const row of rows)
+          expect(row.ls, `${row.vertex} subtask ${row.subtask}`).toBe(row.flink);
       }, 300_000);
     }
   },

@@ -15,6 +15,7 @@ import {
   type CheckpointByteSource,
   type SourceOptions,
 } from '../../locations/source.ts';
+import { isRemoteLocation } from '../../locations/schemes.ts';
 import type { CheckpointVisitor } from '../spwc/reader.ts';
 import type { FlinkChannelHandle } from './metadata-types.ts';
 import type { DelegateLocation } from './paths.ts';
@@ -171,7 +172,15 @@ class DelegateReader {
       );
     }
     const capacity = Math.min(this.chunkBytes, Math.max(length, 16));
-    const window = new ReadWindow(file, capacity, (at, reason) => this.corrupt(at, reason));
+    // A dense local stream is read ahead; a remote one reads one range at a time (its reads
+    // are resumable streams), and a shared one skips other subtasks' bytes.
+    const readAhead = this.dense && !isRemoteLocation(this.where.location);
+    const window = new ReadWindow(
+      file,
+      capacity,
+      (at, reason) => this.corrupt(at, reason),
+      readAhead,
+    );
     await this.checkVersion(window);
     for (let k = 0; k < this.planned.length; k++) {
       this.throwIfAborted();
@@ -270,21 +279,38 @@ class DelegateReader {
   }
 }
 
+/** A read of the window's next bytes, in flight into the spare buffer. */
+interface Ahead {
+  readonly pos: number;
+  readonly buf: Buffer;
+  readonly read: Promise<number>;
+}
+
 /**
  * One reused buffer over a file: a window of bytes `[at, at + fill)`. Chunks handed out are
  * slices of it, valid until the next call (the visitor contract: borrowed during the call).
+ *
+ * With `readAhead` (a dense local stream), a second buffer takes the bytes after the window
+ * while the window's are parsed, CRC-checked and spilled, as the SPWC reader does: the read
+ * on the thread pool overlaps the work on the main thread. The next load that starts where
+ * the window ends takes that buffer over; any other load (a header straddling the two, a
+ * jump) lets the read settle and reads where it needs.
  */
 class ReadWindow {
-  private readonly buf: Buffer;
+  private buf: Buffer;
+  private spare: Buffer | undefined;
   private at = 0;
   private fill = 0;
+  private ahead: Ahead | undefined;
 
   constructor(
     private readonly file: CheckpointByteSource,
     capacity: number,
     private readonly corrupt: (at: number, reason: string) => CorruptCheckpointError,
+    readAhead = false,
   ) {
     this.buf = Buffer.allocUnsafe(capacity);
+    this.spare = readAhead ? Buffer.allocUnsafe(capacity) : undefined;
   }
 
   /** `n` bytes at `pos` (n ≤ capacity), reading up to `limit` if they are not here yet. */
@@ -310,9 +336,9 @@ class ReadWindow {
 
   private async load(pos: number, need: number, limit: number): Promise<void> {
     const want = Math.max(need, Math.min(this.buf.length, limit - pos));
-    let got = 0;
+    let got = await this.takeAhead(pos);
     this.at = pos;
-    this.fill = 0;
+    this.fill = got;
     while (got < need) {
       const n = await this.file.read(this.buf, got, want - got, pos + got);
       if (n === 0) {
@@ -321,5 +347,38 @@ class ReadWindow {
       got += n;
       this.fill = got;
     }
+    this.readAhead(limit);
+  }
+
+  /**
+   * The read in flight, settled: its bytes become the window's when it read from `pos` (the
+   * count is returned), else it is dropped (0). Either way its buffer is free again.
+   */
+  private async takeAhead(pos: number): Promise<number> {
+    const ahead = this.ahead;
+    if (ahead === undefined) return 0;
+    this.ahead = undefined;
+    if (ahead.pos !== pos) {
+      await ahead.read.catch(() => undefined); // not wanted, error included: only its buffer is
+      this.spare = ahead.buf;
+      return 0;
+    }
+    const n = await ahead.read;
+    this.spare = this.buf;
+    this.buf = ahead.buf;
+    return n;
+  }
+
+  /** Starts reading the bytes after the window (up to `limit`) into the spare buffer. */
+  private readAhead(limit: number): void {
+    const buf = this.spare;
+    const pos = this.at + this.fill;
+    if (buf === undefined || pos >= limit) return;
+    this.spare = undefined;
+    const read = this.file.read(buf, 0, Math.min(buf.length, limit - pos), pos);
+    // Handled here so a failure while the window is parsed is no unhandled rejection; it is
+    // still thrown by the load that takes it. closeAfter's close waits for the read.
+    read.catch(() => undefined);
+    this.ahead = { pos, buf, read };
   }
 }

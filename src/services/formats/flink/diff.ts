@@ -14,7 +14,13 @@ export interface ByteChange {
   change: number;
 }
 
-export interface FlinkChannelDiff extends ByteChange {
+/** With counts (`--type`/`--key` on both listings): records and watermarks, A and B. */
+export interface CountChanges {
+  records?: ByteChange;
+  watermarks?: ByteChange;
+}
+
+export interface FlinkChannelDiff extends ByteChange, CountChanges {
   operator: string;
   operatorLabel: string;
   subtask: number;
@@ -23,14 +29,14 @@ export interface FlinkChannelDiff extends ByteChange {
   side: 'input' | 'output';
 }
 
-export interface FlinkOperatorDiff extends ByteChange {
+export interface FlinkOperatorDiff extends ByteChange, CountChanges {
   id: string;
   label: string;
-  subtasks: Array<ByteChange & { index: number }>;
+  subtasks: Array<ByteChange & CountChanges & { index: number }>;
 }
 
 /** What `flink diff --json` prints: totals, operators and channels, each sorted by growth. */
-export interface FlinkCheckpointDiff {
+export interface FlinkCheckpointDiff extends CountChanges {
   checkpointA: number;
   checkpointB: number;
   inputBytes: ByteChange;
@@ -40,6 +46,17 @@ export interface FlinkCheckpointDiff {
 }
 
 const change = (a: number, b: number): ByteChange => ({ a, b, change: b - a });
+
+type Counted = { records?: number; watermarks?: number } | undefined;
+
+/** Records and watermarks of A and B (absent ones count 0), when both listings are counted. */
+function countChanges(counted: boolean, a: Counted, b: Counted): CountChanges {
+  if (!counted) return {};
+  return {
+    records: change(a?.records ?? 0, b?.records ?? 0),
+    watermarks: change(a?.watermarks ?? 0, b?.watermarks ?? 0),
+  };
+}
 
 /** Largest growth first; equal growth: larger B first, then by name (a stable, total order). */
 function byGrowth<T extends ByteChange>(key: (x: T) => string) {
@@ -60,6 +77,7 @@ export function diffListings(
   a: FlinkCheckpointListing,
   b: FlinkCheckpointListing,
 ): FlinkCheckpointDiff {
+  const counted = a.records !== undefined && b.records !== undefined;
   const ids = [...new Set([...a.operators, ...b.operators].map((o) => o.id))];
   const operators: FlinkOperatorDiff[] = [];
   const channels = new Map<string, FlinkChannelDiff>();
@@ -77,9 +95,20 @@ export function diffListings(
     const subtasks = indexes.map((index) => ({
       index,
       ...change(bytesOf(opA, index), bytesOf(opB, index)),
+      ...countChanges(
+        counted,
+        opA?.subtasks.find((x) => x.index === index),
+        opB?.subtasks.find((x) => x.index === index),
+      ),
     }));
     const total = (op: typeof opA) => (op === undefined ? 0 : op.inputBytes + op.outputBytes);
-    operators.push({ id, label, ...change(total(opA), total(opB)), subtasks });
+    operators.push({
+      id,
+      label,
+      ...change(total(opA), total(opB)),
+      ...countChanges(counted, opA, opB),
+      subtasks,
+    });
     for (const [which, op] of [
       ['a', opA],
       ['b', opB],
@@ -94,9 +123,17 @@ export function diffListings(
             channel: channelLabel(c),
             side: c.side,
             ...change(0, 0),
+            ...countChanges(counted, undefined, undefined),
           };
-          row[which] += (c as FlinkChannelListing).bytes;
+          const listed = c as FlinkChannelListing;
+          row[which] += listed.bytes;
           row.change = row.b - row.a;
+          for (const kind of ['records', 'watermarks'] as const) {
+            const counts = row[kind];
+            if (counts === undefined) continue;
+            counts[which] += listed[kind] ?? 0;
+            counts.change = counts.b - counts.a;
+          }
           channels.set(key, row);
         }
       }
@@ -107,6 +144,7 @@ export function diffListings(
     checkpointB: b.checkpointId,
     inputBytes: change(a.inputBytes, b.inputBytes),
     outputBytes: change(a.outputBytes, b.outputBytes),
+    ...countChanges(counted, a, b),
     operators: operators.sort(byGrowth((o) => o.id)),
     channels: [...channels.values()].sort(
       byGrowth((c) => `${c.operator}/${String(c.subtask).padStart(6, '0')}/${c.channel}`),

@@ -2,9 +2,17 @@
  * The `spillway flink ls` model (DESIGN §7, §8): per operator its id, name, uid and parallelism,
  * and per subtask how many input channels and result subpartitions have a channel-state handle and
  * how many bytes those hold, as Flink's `getStateSize()` counts them (entry lengths included);
- * totals per checkpoint and operator, and on request one row per channel.
+ * totals per checkpoint and operator, and on request one row per channel and (counted by the
+ * records reader, `records/count.ts`) its elements by kind.
  */
 import { CancelledError, SpillwayError, ours } from '../../errors.ts';
+import {
+  addCounts,
+  countKey,
+  noElements,
+  type FlinkElementCounts,
+} from './records/element-counts.ts';
+import type { CountFlinkElementsOptions } from './records/count.ts';
 import type {
   FlinkChannelHandle,
   FlinkCheckpointMetadata,
@@ -16,13 +24,16 @@ export { resolveOperator, describeOperator } from './metadata-resolve.ts';
 /**
  * One input channel's or result subpartition's state (`flink ls --channels`): positions named as
  * `flink records` names them. Several handles of one channel (one per delegate stream) are summed.
+ * With counts (`--type`/`--key`), its elements by kind too.
  */
-export type FlinkChannelListing =
+export type FlinkChannelListing = (
   | { side: 'input'; gate: number; channel: number; bytes: number; entries: number }
-  | { side: 'output'; partition: number; subpartition: number; bytes: number; entries: number };
+  | { side: 'output'; partition: number; subpartition: number; bytes: number; entries: number }
+) &
+  Partial<FlinkElementCounts>;
 
 /** One subtask's channel state, as `flink ls --json` prints it. */
-export interface FlinkSubtaskListing {
+export interface FlinkSubtaskListing extends Partial<FlinkElementCounts> {
   index: number;
   finished: boolean;
   inputChannels: number;
@@ -34,7 +45,7 @@ export interface FlinkSubtaskListing {
 }
 
 /** One operator, as `flink ls --json` prints it (name and uid: metadata v5+, when set). */
-export interface FlinkOperatorListing {
+export interface FlinkOperatorListing extends Partial<FlinkElementCounts> {
   id: string;
   name?: string;
   uid?: string;
@@ -48,7 +59,7 @@ export interface FlinkOperatorListing {
 }
 
 /** What `spillway flink ls --json` prints. */
-export interface FlinkCheckpointListing {
+export interface FlinkCheckpointListing extends Partial<FlinkElementCounts> {
   version: number;
   checkpointId: number;
   /** Sums over every operator and subtask. */
@@ -63,7 +74,18 @@ export interface FlinkCheckpointListing {
 export interface ListFlinkOptions {
   /** One row per input channel and result subpartition in every subtask (`flink ls --channels`). */
   channels?: boolean;
+  /**
+   * Element counts per channel ({@link countFlinkElements} of the same metadata): every channel
+   * row, subtask, operator and the checkpoint then carry `records`, `watermarks`,
+   * `otherElements` and `partial` (sums above the channel).
+   */
+  counts?: ReadonlyMap<string, FlinkElementCounts> | undefined;
 }
+
+/** What {@link listFlinkCheckpoint} takes: with `type` or `key`, the elements are counted. */
+export type ListFlinkCheckpointOptions = ReadFlinkMetadataOptions &
+  Omit<ListFlinkOptions, 'counts'> &
+  Omit<CountFlinkElementsOptions, 'signal' | 'remote'>;
 
 const bytesOf = (handles: readonly FlinkChannelHandle[]): number =>
   handles.reduce((sum, h) => sum + h.stateSize, 0);
@@ -75,6 +97,7 @@ const sum = <T>(items: readonly T[], f: (item: T) => number): number =>
 function channelRows(
   side: 'input' | 'output',
   handles: readonly FlinkChannelHandle[],
+  countsOf?: (side: 'input' | 'output', gate: number, channel: number) => FlinkElementCounts,
 ): FlinkChannelListing[] {
   const rows = new Map<string, { gate: number; channel: number; bytes: number; entries: number }>();
   for (const h of handles) {
@@ -94,11 +117,23 @@ function channelRows(
   }
   return [...rows.values()]
     .sort((a, b) => a.gate - b.gate || a.channel - b.channel)
-    .map(({ gate, channel, bytes, entries }) =>
-      side === 'input'
-        ? { side, gate, channel, bytes, entries }
-        : { side, partition: gate, subpartition: channel, bytes, entries },
-    );
+    .map(({ gate, channel, bytes, entries }) => {
+      const counts = countsOf?.(side, gate, channel) ?? {};
+      return side === 'input'
+        ? { side, gate, channel, bytes, entries, ...counts }
+        : { side, partition: gate, subpartition: channel, bytes, entries, ...counts };
+    });
+}
+
+/** The sums of `items`' counts, or nothing when they are not counted. */
+function sumCounts(
+  counted: boolean,
+  items: readonly Partial<FlinkElementCounts>[],
+): Partial<FlinkElementCounts> {
+  if (!counted) return {};
+  const total = noElements();
+  for (const item of items) addCounts(total, { ...noElements(), ...item });
+  return total;
 }
 
 /**
@@ -114,25 +149,29 @@ export function listFlinkMetadata(
   meta: FlinkCheckpointMetadata,
   options: ListFlinkOptions = {},
 ): FlinkCheckpointListing {
+  const { counts } = options;
+  const counted = counts !== undefined;
   const operators = meta.operators.map((op): FlinkOperatorListing => {
     const subtasks = [...op.subtasks]
       .sort((a, b) => a.index - b.index)
-      .map((s): FlinkSubtaskListing => ({
-        index: s.index,
-        finished: s.finished,
-        inputChannels: s.inputChannels.length,
-        inputBytes: bytesOf(s.inputChannels),
-        outputSubpartitions: s.outputSubpartitions.length,
-        outputBytes: bytesOf(s.outputSubpartitions),
-        ...(options.channels === true
-          ? {
-              channels: [
-                ...channelRows('input', s.inputChannels),
-                ...channelRows('output', s.outputSubpartitions),
-              ],
-            }
-          : {}),
-      }));
+      .map((s): FlinkSubtaskListing => {
+        const countsOf = (side: 'input' | 'output', gate: number, channel: number) =>
+          counts?.get(countKey(op.id, s.index, side, gate, channel)) ?? noElements();
+        const rows = [
+          ...channelRows('input', s.inputChannels, counted ? countsOf : undefined),
+          ...channelRows('output', s.outputSubpartitions, counted ? countsOf : undefined),
+        ];
+        return {
+          index: s.index,
+          finished: s.finished,
+          inputChannels: s.inputChannels.length,
+          inputBytes: bytesOf(s.inputChannels),
+          outputSubpartitions: s.outputSubpartitions.length,
+          outputBytes: bytesOf(s.outputSubpartitions),
+          ...sumCounts(counted, rows),
+          ...(options.channels === true ? { channels: rows } : {}),
+        };
+      });
     return {
       id: op.id,
       ...(op.name !== undefined ? { name: op.name } : {}),
@@ -141,6 +180,7 @@ export function listFlinkMetadata(
       maxParallelism: op.maxParallelism,
       inputBytes: sum(subtasks, (s) => s.inputBytes),
       outputBytes: sum(subtasks, (s) => s.outputBytes),
+      ...sumCounts(counted, subtasks),
       subtasks,
     };
   });
@@ -152,6 +192,7 @@ export function listFlinkMetadata(
     outputBytes: sum(operators, (o) => o.outputBytes),
     inputChannels: sum(subtasks, (s) => s.inputChannels),
     outputSubpartitions: sum(subtasks, (s) => s.outputSubpartitions),
+    ...sumCounts(counted, operators),
     operators,
   };
 }
@@ -171,12 +212,18 @@ export function listFlinkMetadata(
  */
 export async function listFlinkCheckpoint(
   location: string,
-  options: ReadFlinkMetadataOptions & ListFlinkOptions = {},
+  options: ListFlinkCheckpointOptions = {},
 ): Promise<FlinkCheckpointListing> {
   try {
     // The metadata reader is loaded on first use: importing the package does not pay for it.
     const { readFlinkMetadata } = await import('./metadata.ts');
-    return listFlinkMetadata(await readFlinkMetadata(location, options), options);
+    const meta = await readFlinkMetadata(location, options);
+    if (options.type === undefined && options.key === undefined) {
+      return listFlinkMetadata(meta, options);
+    }
+    const { countFlinkElements } = await import('./records/count.ts');
+    const counts = await countFlinkElements(meta, options);
+    return listFlinkMetadata(meta, { ...options, counts });
   } catch (error) {
     // Every error leaving the library is ours (DESIGN §5): an abort is a CancelledError whose
     // cause is the signal's reason, a read's errno an IoError, anything else an InternalError.

@@ -17,9 +17,9 @@ import { redactLocation } from '../../locations/redact.ts';
 import { isRemoteLocation } from '../../locations/schemes.ts';
 import { isWebPage, WEB_PAGE_ANSWER } from '../web-page.ts';
 import { MetadataInput } from './metadata-input.ts';
+import { FLINK_METADATA_MAGIC, METADATA_FILE_NAME } from './metadata-file.ts';
+import { readChannelHandles } from './metadata-channel-handles.ts';
 import {
-  readChannelHandleV1,
-  readChannelHandlesV2,
   readStreamHandle,
   skipKeyedStateHandle,
   skipOperatorStateHandle,
@@ -27,7 +27,6 @@ import {
 } from './metadata-handles.ts';
 import { skipJavaSerializedObject } from './metadata-java-serialization.ts';
 import type {
-  FlinkChannelHandle,
   FlinkCheckpointMetadata,
   FlinkOperatorState,
   FlinkSubtaskState,
@@ -37,14 +36,10 @@ import type {
 export type * from './metadata-types.ts';
 export { resolveOperator, describeOperator } from './metadata-resolve.ts';
 
-/** `Checkpoints.HEADER_MAGIC_NUMBER`. */
-export const FLINK_METADATA_MAGIC = 0x4960672d;
 /** The metadata versions this reader reads. */
 export const FLINK_METADATA_VERSIONS: readonly number[] = [3, 4, 5, 6];
 /** `MetadataV2V3SerializerBase.MASTER_STATE_MAGIC_NUMBER`. */
 const MASTER_STATE_MAGIC = 0xc96b1696 | 0;
-/** The file name Flink gives a checkpoint's metadata. */
-export const METADATA_FILE_NAME = '_metadata';
 
 /**
  * Reads the `_metadata` of a Flink checkpoint: `location` is the file itself or a directory
@@ -415,58 +410,4 @@ async function readSubtaskState(
     head: { start: indexAt, end: channelsAt },
     channels: { start: channelsAt, end: input.position },
   };
-}
-
-/** deserializeCollection of channel handles: int32 count, then the version's layout. */
-async function readChannelHandles(
-  r: HandleReader,
-  version: number,
-  side: 'input' | 'output',
-  where: string,
-): Promise<FlinkChannelHandle[]> {
-  const { input } = r;
-  const what = side === 'input' ? 'input channel handle' : 'result subpartition handle';
-  const countAt = input.position;
-  const count = await input.int32(`${what} count`);
-  // Smallest handle: v1 layout 4+4+4+4+8+1 bytes; v6 adds a type byte.
-  input.checkCount(count, version >= 6 ? 26 : 25, what, countAt);
-  const handles: FlinkChannelHandle[] = [];
-  const seen = new Set<string>();
-  for (let i = 0; i < count; i++) {
-    const read =
-      version >= 6 ? await readChannelHandlesV2(r, side) : [await readChannelHandleV1(r, side)];
-    for (const h of read) {
-      const key = `${h.gate}/${h.channel}`;
-      if (seen.has(key)) {
-        throw input.corrupt(
-          h.metadataOffset,
-          `${where}: ${side === 'input' ? `input channel (gate ${h.gate}, channel ${h.channel})` : `result subpartition (partition ${h.gate}, subpartition ${h.channel})`} has two handles`,
-        );
-      }
-      seen.add(key);
-      checkOffsetsFit(input, h);
-      handles.push(h);
-    }
-  }
-  return handles;
-}
-
-/**
- * An entry offset must leave room for its 4-byte length inside the delegate when the delegate's
- * size is known (inline bytes, a file or segment of known size): an offset past it is corrupt
- * here, before any channel-state file is opened.
- */
-function checkOffsetsFit(input: MetadataInput, h: FlinkChannelHandle): void {
-  const d = h.delegate;
-  const size = d.kind === 'inline' || d.kind === 'segment' ? d.length : d.size;
-  if (size < 0) return;
-  for (const offset of h.offsets) {
-    if (offset + 4 > size) {
-      throw input.corrupt(
-        h.metadataOffset,
-        `${h.side} handle (${h.gate}, ${h.channel}): entry offset ${offset} leaves no room for an ` +
-          `entry in its ${d.kind} delegate of ${size} byte(s)`,
-      );
-    }
-  }
 }

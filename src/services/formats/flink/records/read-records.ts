@@ -5,7 +5,7 @@
  * stays bounded however large the state. Breaking out of the loop stops the read.
  */
 import { AbortedError, CancelledError, ours } from '../../../errors.ts';
-import { readFlinkEntries, type FlinkKey } from '../entry-source.ts';
+import { planFlinkSelection, readFlinkEntries, type FlinkKey } from '../entry-source.ts';
 import { resolveOperator } from '../metadata.ts';
 import type { FlinkCheckpointMetadata, FlinkOperatorState } from '../metadata-types.ts';
 import type { FlinkPathOptions } from '../paths.ts';
@@ -50,6 +50,16 @@ export interface ReadFlinkRecordsOptions extends FlinkPathOptions {
   upstream?: Readonly<Record<number, string>> | undefined;
   /** For key groups; default the operator's max parallelism. */
   maxParallelism?: number | undefined;
+  /**
+   * Input side: `false` leaves an input channel's tail a `partial` element, upstream or not
+   * (the upstream's state is not read). Default true.
+   */
+  stitch?: boolean | undefined;
+  /**
+   * The checkpoint's `_metadata`, already read (from `checkpoint`): it is not read again, so one
+   * read serves every subtask of a count over the checkpoint.
+   */
+  metadata?: FlinkCheckpointMetadata | undefined;
   /** Elements longer than this are bad input, not an allocation (default 16 MiB). */
   maxElementBytes?: number | undefined;
   signal?: AbortSignal | undefined;
@@ -207,15 +217,18 @@ class RecordsRead {
     let at = 0;
     const side = options.outputState === true ? 'output' : 'input';
 
+    const selection = {
+      operator: options.operator,
+      subtask: options.subtask,
+      outputState: options.outputState,
+      allowPaths: options.allowPaths,
+      relocate: options.relocate,
+    };
     await readFlinkEntries(
       options.checkpoint,
-      {
-        operator: options.operator,
-        subtask: options.subtask,
-        outputState: options.outputState,
-        allowPaths: options.allowPaths,
-        relocate: options.relocate,
-      },
+      options.metadata === undefined
+        ? selection
+        : { ...selection, plan: await planFlinkSelection(options.metadata, selection) },
       {
         onEntry: (gate, channel, _length, offset) => {
           const key = `${gate}/${channel}`;
@@ -255,7 +268,8 @@ class RecordsRead {
             maxParallelism: options.maxParallelism ?? operator.maxParallelism,
           };
           sink = new ElementSink(reading, maxElementBytes, this.push);
-          if (side === 'input') resolveUpstreams(metadata, operator, options.upstream, upstreams);
+          if (side === 'input' && options.stitch !== false)
+            resolveUpstreams(metadata, operator, options.upstream, upstreams);
         },
       },
     );

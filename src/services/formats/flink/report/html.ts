@@ -5,6 +5,7 @@
  * exact byte count in a tooltip.
  */
 import { formatBytes } from '../../../human-bytes.ts';
+import type { FlinkElementCounts } from '../records/element-counts.ts';
 import {
   channelLabel,
   operatorLabel,
@@ -24,6 +25,18 @@ const escape = (text: string): string =>
 
 const bytesCell = (n: number): string =>
   `<span title="${n.toLocaleString('en-US')} bytes">${escape(formatBytes(n))}</span>`;
+
+const count = (n: number): string => n.toLocaleString('en-US');
+
+/** `1,234 records · 56 watermarks` (+ other elements and partial pieces when there are any). */
+function countsText(c: FlinkElementCounts): string {
+  return [
+    `${count(c.records)} records`,
+    `${count(c.watermarks)} watermarks`,
+    ...(c.otherElements > 0 ? [`${count(c.otherElements)} other elements`] : []),
+    ...(c.partial > 0 ? [`${count(c.partial)} partial records`] : []),
+  ].join(' · ');
+}
 
 const pct = (part: number, whole: number): string =>
   whole > 0 ? `${((100 * part) / whole).toFixed(part === whole ? 0 : 1)}%` : '0%';
@@ -63,7 +76,8 @@ function bars(op: ReportOperator): string {
       `<div>subtask ${s.index}</div><div class="track">` +
       `<div class="bar in" style="width:${((100 * s.inputBytes) / max).toFixed(2)}%"></div>` +
       `<div class="bar out" style="width:${((100 * s.outputBytes) / max).toFixed(2)}%"></div></div>` +
-      `<div class="num">${bytesCell(s.inputBytes)} in · ${bytesCell(s.outputBytes)} out</div>`,
+      `<div class="num">${bytesCell(s.inputBytes)} in · ${bytesCell(s.outputBytes)} out` +
+      `${s.counts !== undefined ? ` · ${countsText(s.counts)}` : ''}</div>`,
   );
   return `<div class="bars">${rows.join('')}</div>`;
 }
@@ -116,6 +130,7 @@ function operatorSection(op: ReportOperator, total: number): string {
     `(${pct(op.inputBytes + op.outputBytes, total)} of the checkpoint): input ` +
     `${bytesCell(op.inputBytes)}, output ${bytesCell(op.outputBytes)} · ` +
     `<span class="skew">${escape(skew)}</span></p>` +
+    (op.counts !== undefined ? `<p class="counts">Elements: ${countsText(op.counts)}</p>` : '') +
     `<div class="legend"><i class="in"></i>input bytes<i class="out"></i>output bytes</div>` +
     bars(op) +
     heatMap(op) +
@@ -133,11 +148,18 @@ function operatorSection(op: ReportOperator, total: number): string {
  */
 export function reportHtml(model: FlinkReportModel, location: string, generator: string): string {
   const total = model.inputBytes + model.outputBytes;
+  const counted = model.counts !== undefined;
   const cards = [
     ['in flight', bytesCell(total)],
     ['input', `${bytesCell(model.inputBytes)} · ${model.inputChannels} channels`],
     ['output', `${bytesCell(model.outputBytes)} · ${model.outputSubpartitions} subpartitions`],
     ['operators with state', `${model.operators.length} (${model.emptyOperators} without)`],
+    ...(model.counts !== undefined
+      ? [
+          ['records', count(model.counts.records)],
+          ['watermarks', count(model.counts.watermarks)],
+        ]
+      : []),
   ]
     .map(
       ([label, value]) =>
@@ -149,9 +171,14 @@ export function reportHtml(model: FlinkReportModel, location: string, generator:
       (t, i) =>
         `<tr><td>${i + 1}</td><td class="t">${escape(t.operatorLabel)}</td><td>${t.subtask}</td>` +
         `<td class="t">${escape(channelLabel(t.channel))}</td><td>${bytesCell(t.channel.bytes)}</td>` +
-        `<td>${t.channel.entries}</td><td>${pct(t.channel.bytes, total)}</td></tr>`,
+        `<td>${t.channel.entries}</td>` +
+        (counted
+          ? `<td>${count(t.channel.records ?? 0)}</td><td>${count(t.channel.watermarks ?? 0)}</td>`
+          : '') +
+        `<td>${pct(t.channel.bytes, total)}</td></tr>`,
     )
     .join('');
+  const countHeads = counted ? '<th>records</th><th>watermarks</th>' : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -162,10 +189,15 @@ export function reportHtml(model: FlinkReportModel, location: string, generator:
 <div class="sub">${escape(location)} · metadata v${model.version} · ${escape(generator)}</div>
 <div class="cards">${cards}</div>
 <h2>Largest channels</h2>
-<div class="scroll"><table><tr><th>#</th><th class="t">operator</th><th>subtask</th><th class="t">channel</th><th>bytes</th><th>buffers</th><th>share</th></tr>${top}</table></div>
+<div class="scroll"><table><tr><th>#</th><th class="t">operator</th><th>subtask</th><th class="t">channel</th><th>bytes</th><th>buffers</th>${countHeads}<th>share</th></tr>${top}</table></div>
 ${model.operators.map((op) => operatorSection(op, total)).join('\n')}
 <p class="note">Bytes as Flink counts them (each entry's 4-byte length included). Skew is the
-largest subtask's in-flight bytes divided by the median subtask's.</p>
+largest subtask's in-flight bytes divided by the median subtask's.${
+    counted
+      ? ' Elements are counted per channel from its own bytes, as spillway flink records ' +
+        'reads them; a record cut at a channel’s end or start is a partial record on each side.'
+      : ''
+  }</p>
 </main></body></html>
 `;
 }

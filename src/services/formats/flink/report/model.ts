@@ -5,6 +5,20 @@
  * says "one subtask is backpressured far more than its peers".
  */
 import type { FlinkCheckpointListing, FlinkChannelListing } from '../list.ts';
+import type { FlinkElementCounts } from '../records/element-counts.ts';
+
+/** Counts of a listing's row, when it has them (`--type`/`--key`). */
+function countsOf(row: Partial<FlinkElementCounts>): { counts?: FlinkElementCounts } {
+  if (row.records === undefined) return {};
+  return {
+    counts: {
+      records: row.records,
+      watermarks: row.watermarks ?? 0,
+      otherElements: row.otherElements ?? 0,
+      partial: row.partial ?? 0,
+    },
+  };
+}
 
 /** A channel as the report names it: `in g/c` (input gate/channel), `out p/s` (partition/sub). */
 export const channelLabel = (c: FlinkChannelListing): string =>
@@ -14,6 +28,8 @@ export interface ReportSubtask {
   index: number;
   inputBytes: number;
   outputBytes: number;
+  /** Its elements by kind, when counted (`--type`/`--key`). */
+  counts?: FlinkElementCounts;
 }
 
 export interface ReportOperator {
@@ -23,6 +39,8 @@ export interface ReportOperator {
   parallelism: number;
   inputBytes: number;
   outputBytes: number;
+  /** Its elements by kind, when counted. */
+  counts?: FlinkElementCounts;
   /** Every subtask 0..parallelism-1 (one without state has 0 bytes). */
   subtasks: ReportSubtask[];
   /** Max ÷ median of the subtasks' in-flight bytes; undefined when the median is 0. */
@@ -49,6 +67,8 @@ export interface FlinkReportModel {
   outputBytes: number;
   inputChannels: number;
   outputSubpartitions: number;
+  /** The checkpoint's elements by kind, when counted (`--type`/`--key`). */
+  counts?: FlinkElementCounts;
   /** Operators with channel state, largest in-flight first. */
   operators: ReportOperator[];
   /** How many operators hold no channel state (not drawn). */
@@ -88,7 +108,12 @@ export function reportModel(listing: FlinkCheckpointListing, top = 10): FlinkRep
     const count = Math.max(op.parallelism, ...op.subtasks.map((s) => s.index + 1));
     const subtasks: ReportSubtask[] = Array.from({ length: count }, (_, index) => {
       const s = op.subtasks.find((x) => x.index === index);
-      return { index, inputBytes: s?.inputBytes ?? 0, outputBytes: s?.outputBytes ?? 0 };
+      return {
+        index,
+        inputBytes: s?.inputBytes ?? 0,
+        outputBytes: s?.outputBytes ?? 0,
+        ...countsOf(s ?? (op.records === undefined ? {} : { records: 0 })),
+      };
     });
     const labels = new Map<string, FlinkChannelListing>();
     for (const s of op.subtasks) for (const c of s.channels ?? []) labels.set(channelLabel(c), c);
@@ -110,6 +135,7 @@ export function reportModel(listing: FlinkCheckpointListing, top = 10): FlinkRep
       parallelism: op.parallelism,
       inputBytes: op.inputBytes,
       outputBytes: op.outputBytes,
+      ...countsOf(op),
       subtasks,
       skew: mid > 0 ? max / mid : undefined,
       maxSubtaskBytes: max,
@@ -138,6 +164,7 @@ export function reportModel(listing: FlinkCheckpointListing, top = 10): FlinkRep
     outputBytes: listing.outputBytes,
     inputChannels: listing.inputChannels,
     outputSubpartitions: listing.outputSubpartitions,
+    ...countsOf(listing),
     operators,
     emptyOperators: all.length - withState.length,
     topChannels,

@@ -26,7 +26,8 @@ import { closeAfter, openCheckpointSource, type SourceOptions } from '../../../l
 import { redactLocation } from '../../../locations/redact.ts';
 import { isRemoteLocation } from '../../../locations/schemes.ts';
 import { MetadataInput } from '../metadata-input.ts';
-import { parseMetadata, readFlinkMetadata, METADATA_FILE_NAME } from '../metadata.ts';
+import { parseMetadata, readFlinkMetadata } from '../metadata.ts';
+import { METADATA_FILE_NAME } from '../metadata-file.ts';
 import type { FlinkCheckpointMetadata, FlinkSubtaskState } from '../metadata-types.ts';
 import { FlinkPaths, type FlinkPathOptions } from '../paths.ts';
 import { writeFlinkMetadata, type SubtaskChannelHandles } from './metadata-writer.ts';

@@ -13,6 +13,7 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 import org.apache.flink.util.Collector;
@@ -36,7 +37,9 @@ import java.util.stream.Stream;
  * byte[] (6 KB+) is larger than a network buffer (4 KB segments): records span buffers. Event
  * time from the wall clock with a watermark every 1 ms, so watermarks sit between the records.
  * Unaligned checkpoints every 400 ms, retained; after N completed the job is cancelled and the
- * newest printed ({@code CHECKPOINT <dir>}); older ones are removed.
+ * newest printed ({@code CHECKPOINT <dir>}); older ones are removed. Flink's own statistics of
+ * that checkpoint's persisted in-flight data per vertex and subtask ({@link PersistedStats}) are
+ * written to {@code DIR/flink-stats.json} ({@code STATS <file>}).
  *
  * <p>Usage: {@code TypedWriter --out DIR [--checkpoints N]}.
  */
@@ -78,38 +81,57 @@ public final class TypedWriter {
         conf.put("io.tmp.dirs", tmp.toString());
         conf.put("web.tmpdir", tmp.resolve("web").toString());
         conf.put("web.upload.dir", tmp.resolve("web-upload").toString());
-        conf.put("rest.bind-port", "0");
+        // A known port: Flink's checkpoint statistics are read from its REST API (PersistedStats).
+        int restPort = PersistedStats.freePort();
+        conf.put("rest.bind-port", String.valueOf(restPort));
         conf.put("restart-strategy.type", "none");
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(2, Configuration.fromMap(conf));
         for (TypedJob.Kind kind : TypedJob.KINDS) pipeline(env, kind);
 
-        JobClient client = env.executeAsync("spillway-typed-writer");
+        // The graph executed is the one whose job graph names the chains (vertex → operators).
+        StreamGraph graph = env.getStreamGraph();
+        graph.setJobName("spillway-typed-writer");
+        Map<String, Map<String, Object>> vertices = PersistedStats.vertices(graph);
+        JobClient client = env.executeAsync(graph);
+        String jobId = client.getJobID().toHexString();
         long deadline = System.currentTimeMillis() + 120_000;
-        while (completed(out).size() < wanted) {
+        Map<Long, Map<String, Object>> stats = new HashMap<>();
+        while (stats.size() < wanted) {
             if (System.currentTimeMillis() > deadline) {
                 throw new IllegalStateException("timed out waiting for checkpoints in " + out);
             }
             Thread.sleep(100);
+            // Flink's statistics of each completed checkpoint, read while the job runs.
+            for (Path p : completed(out)) {
+                long n = Long.parseLong(p.getFileName().toString().substring(4));
+                if (stats.containsKey(n)) continue;
+                Map<String, Object> s = PersistedStats.read(restPort, jobId, vertices, n);
+                if (s != null) stats.put(n, s);
+            }
         }
-        Thread.sleep(200); // let the last _metadata finish being written
         client.cancel().get();
         try {
             client.getJobExecutionResult().get();
         } catch (Exception cancelled) {
             // expected: the job ends cancelled
         }
+        // The newest checkpoint whose statistics were read (one completing during the cancel
+        // has none, and goes).
         Path newest = null;
         long newestN = -1;
         for (Path p : completed(out)) {
             long n = Long.parseLong(p.getFileName().toString().substring(4));
-            if (n > newestN) {
+            if (n > newestN && stats.containsKey(n)) {
                 newestN = n;
                 newest = p;
             }
         }
         for (Path p : completed(out)) if (!p.equals(newest)) deleteTree(p);
+        Path statsFile = out.resolve("flink-stats.json");
+        Files.writeString(statsFile, Json.write(stats.get(newestN)));
+        System.out.println("STATS " + statsFile);
         System.out.println("CHECKPOINT " + newest);
         System.out.flush();
     }

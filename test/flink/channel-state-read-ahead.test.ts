@@ -1,0 +1,147 @@
+/**
+ * The Flink channel-state reader reads ahead as the SPWC reader does
+ * (src/services/formats/flink/channel-state.ts): in a dense local stream the next chunk's read
+ * is already issued when the current chunk is handed to the visitor; a shared stream (other
+ * subtasks' entries between the selected ones) is not read ahead, so its foreign bytes are
+ * not read. Either way every selected byte reaches the visitor once, in order, with its CRC.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { crc32 } from '../../src/services/crc32.ts';
+import {
+  readDelegateEntries,
+  type DelegateHandle,
+} from '../../src/services/formats/flink/channel-state.ts';
+import type {
+  FlinkChannelHandle,
+  FlinkStreamHandle,
+} from '../../src/services/formats/flink/metadata-types.ts';
+import type { DelegateLocation } from '../../src/services/formats/flink/paths.ts';
+import { seam } from '../helpers/fault-seam.ts';
+import { patternBytes } from '../helpers/spill.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+
+afterEach(() => seam.resetFsSeam());
+
+/** One entry of the stream: whose it is and its payload. */
+interface Entry {
+  channel: number;
+  body: Buffer;
+}
+
+/**
+ * A channel-state stream as Flink's ChannelStateSerializerImpl writes it (int32 version 0,
+ * then `[int32 length][bytes]` per entry), and one handle per channel naming its entries.
+ */
+async function writeStream(
+  entries: Entry[],
+): Promise<{ where: DelegateLocation; handles: DelegateHandle[] }> {
+  const parts: Buffer[] = [Buffer.alloc(4)];
+  const byChannel = new Map<number, { offsets: number[]; stateSize: number }>();
+  let at = 4;
+  for (const { channel, body } of entries) {
+    const length = Buffer.alloc(4);
+    length.writeInt32BE(body.length);
+    parts.push(length, body);
+    const h = byChannel.get(channel) ?? { offsets: [], stateSize: 0 };
+    h.offsets.push(at);
+    h.stateSize += 4 + body.length;
+    byChannel.set(channel, h);
+    at += 4 + body.length;
+  }
+  const path = join(await makeTempRoot(), 'channel-state');
+  await writeFile(path, Buffer.concat(parts));
+  const handles = [...byChannel].map(([channel, h]): DelegateHandle => {
+    const handle: FlinkChannelHandle = {
+      side: 'input',
+      subtaskIndex: 0,
+      gate: 0,
+      channel,
+      offsets: h.offsets,
+      stateSize: h.stateSize,
+      // The reader is handed the stream's location; the handle's own reference is not read.
+      delegate: {} as FlinkStreamHandle,
+      metadataOffset: 0,
+    };
+    return { handle, subtask: 0 };
+  });
+  const where: DelegateLocation = {
+    location: path,
+    start: 0,
+    length: at,
+    shown: path,
+    redirects: 'refuse',
+    key: path,
+  };
+  return { where, handles };
+}
+
+/** Reads `handles` and returns each channel's bytes and the reads issued at the first payload. */
+async function read(
+  where: DelegateLocation,
+  handles: DelegateHandle[],
+  chunk: number,
+): Promise<{ got: Map<number, Buffer>; readsAtFirstPayload: number | undefined }> {
+  const got = new Map<number, Buffer[]>();
+  let current = -1;
+  let readsAtFirstPayload: number | undefined;
+  await readDelegateEntries(
+    where,
+    handles,
+    {
+      onEntry: (_gate, channel) => void (current = channel),
+      onPayload: (bytes, crc) => {
+        readsAtFirstPayload ??= seam.fsOpCounts().read;
+        expect(crc).toBe(crc32(bytes));
+        const list = got.get(current) ?? [];
+        list.push(Buffer.from(bytes)); // borrowed during the call only: copied
+        got.set(current, list);
+      },
+    },
+    { readChunkBytes: chunk },
+  );
+  return {
+    got: new Map([...got].map(([c, parts]) => [c, Buffer.concat(parts)])),
+    readsAtFirstPayload,
+  };
+}
+
+function expected(entries: Entry[], channels?: Set<number>): Map<number, Buffer> {
+  const out = new Map<number, Buffer[]>();
+  for (const { channel, body } of entries) {
+    if (channels !== undefined && !channels.has(channel)) continue;
+    out.set(channel, [...(out.get(channel) ?? []), body]);
+  }
+  return new Map([...out].map(([c, parts]) => [c, Buffer.concat(parts)]));
+}
+
+/** 40 entries of 0–70 bytes over three channels: headers and payloads straddle small chunks. */
+const ENTRIES: Entry[] = Array.from({ length: 40 }, (_, i) => ({
+  channel: i % 3,
+  body: patternBytes((i * 37) % 71, i),
+}));
+
+describe('Flink channel-state read-ahead', () => {
+  it('a dense local stream has its next chunk read issued before the first payload is handed on, and every byte arrives in order at any chunk size', async () => {
+    const { where, handles } = await writeStream(ENTRIES);
+    for (const chunk of [16, 64, 1024 * 1024]) {
+      seam.resetFsSeam();
+      const { got, readsAtFirstPayload } = await read(where, handles, chunk);
+      expect(got, `chunk ${chunk}`).toEqual(expected(ENTRIES));
+      if (chunk < where.length) expect(readsAtFirstPayload, `chunk ${chunk}`).toBe(2);
+      else expect(readsAtFirstPayload, 'one chunk holds it all: nothing to read ahead').toBe(1);
+    }
+  });
+
+  it('a shared stream (other channels between the selected ones) is not read ahead: its first payload comes with only the header and that entry read', async () => {
+    const big = ENTRIES.map((e, i) => ({ ...e, body: patternBytes(200 + i, i) }));
+    const { where, handles } = await writeStream(big);
+    const mine = handles.filter((h) => h.handle.channel === 1); // a third of the stream
+    seam.resetFsSeam();
+    // 64-byte chunks: the header's read ends inside channel 0's first entry.
+    const { got, readsAtFirstPayload } = await read(where, mine, 64);
+    expect(got).toEqual(expected(big, new Set([1])));
+    expect(readsAtFirstPayload).toBe(2); // the stream header's, then channel 1's first entry's
+  });
+});
