@@ -13,8 +13,9 @@ import { keyFromArgs } from './flink-arg.ts';
 /** The usage lines of the counting options. */
 export const countUsage = `  --type SPEC        count each channel's elements (records, watermarks, other elements,
                      partial pieces), reading every value as 'spillway flink records --type'
-                     does (one SPEC for every operator listed: --operator picks one pipeline);
-                     a value that does not parse is exit 2 naming the channel and element
+                     does; one SPEC serves every operator read (several record types: count
+                     with --key alone, or one operator with 'flink ls --operator'); a value
+                     that does not parse is exit 2 naming the operator, channel and element
   --key long|int|bytes:K  count too (without --type), reading each record's key
   --allow-path DIR   counting: channel-state files may also be read under DIR
   --relocate FROM=TO counting: read the files the checkpoint names under FROM from TO
