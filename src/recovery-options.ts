@@ -77,6 +77,7 @@ const FLINK_KEYS = keysOf<FlinkSelection>({
   key: true,
   allowPaths: true,
   relocate: true,
+  upstream: true,
 });
 
 /**
@@ -244,6 +245,16 @@ function validateFlink(flink: unknown, rescaling: boolean): void {
   const f = flink as Record<string, unknown>;
   // An unknown key names the closest known one, as at every other level of the options.
   checkKnownKeys('options.flink', f, FLINK_KEYS);
+  if (f.upstream !== undefined) {
+    const ok =
+      f.upstream !== null &&
+      typeof f.upstream === 'object' &&
+      Object.entries(f.upstream).every(
+        ([gate, op]) => /^\d+$/.test(gate) && typeof op === 'string' && op !== '',
+      );
+    if (!ok) throw invalid('flink.upstream', 'an object of gate numbers to operators', f.upstream);
+    if (!rescaling) throw invalid('flink.upstream', 'only with rescale', f.upstream, true);
+  }
   if (typeof f.operator !== 'string' || f.operator === '') {
     throw invalid('flink.operator', 'an operator id, uid or name (a non-empty string)', f.operator);
   }

@@ -20,6 +20,7 @@ export const flinkOptionSpec: OptionSpec = {
   key: { type: 'string' },
   'allow-path': { type: 'string', multiple: true },
   relocate: { type: 'string', multiple: true },
+  upstream: { type: 'string', multiple: true },
 };
 
 /** The usage lines of the Flink options. */
@@ -33,6 +34,9 @@ export const flinkUsage = `  --operator OP      a Flink checkpoint (a chk-N dir 
   --output-state     also write DIR/partition-<p>-subpartition-<s>.bin (result subpartitions)
   --key long|int|bytes:K  with --rescale: a record's key is the first field of its value (a
                      Java long or int), or its first K bytes (default long)
+  --upstream GATE=OP with --rescale: the operator feeding input gate GATE (repeatable), whose
+                     output state completes a record cut at the end of an old subtask's
+                     channel (default: the one operator whose output state fits)
   --allow-path DIR   channel-state files may also be read under DIR (default: only under the
                      job's checkpoint dir, the parent of the chk-N dir)
   --relocate FROM=TO read the files the checkpoint names under FROM (a path or s3:// prefix)
@@ -66,7 +70,15 @@ export function keyFromArgs(raw: string | undefined): FlinkKey | undefined {
 export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefined {
   const operator = stringOption(values, 'operator');
   if (values.all === true) {
-    for (const name of ['operator', 'subtask', 'output-state', 'key', 'rescale', 'overwrite']) {
+    for (const name of [
+      'operator',
+      'subtask',
+      'output-state',
+      'key',
+      'upstream',
+      'rescale',
+      'overwrite',
+    ]) {
       if (values[name] !== undefined) {
         throw new UsageError(
           `--all cannot take --${name} (it recovers every operator and subtask, both sides, into new files)`,
@@ -77,7 +89,7 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
     return { operator: '', subtask: 0, ...pathRules(values) };
   }
   if (operator === undefined) {
-    for (const name of ['subtask', 'output-state', 'key', 'allow-path', 'relocate']) {
+    for (const name of ['subtask', 'output-state', 'key', 'upstream', 'allow-path', 'relocate']) {
       if (values[name] !== undefined)
         throw new UsageError(`--${name} needs --operator (a Flink checkpoint)`);
     }
@@ -92,6 +104,10 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
   const key = keyFromArgs(stringOption(values, 'key'));
   if (key !== undefined && values.rescale === undefined)
     throw new UsageError('--key needs --rescale');
+  const upstream = upstreamFromArgs(list(values, 'upstream'));
+  if (Object.keys(upstream).length > 0 && values.rescale === undefined) {
+    throw new UsageError('--upstream needs --rescale');
+  }
   if (values['output-state'] === true && values.rescale !== undefined) {
     throw new UsageError('--output-state cannot be rescaled (--rescale reads input channels only)');
   }
@@ -100,8 +116,32 @@ export function flinkFromArgs(values: Parsed['values']): FlinkSelection | undefi
     subtask,
     ...(values['output-state'] === true ? { outputState: true } : {}),
     ...(key !== undefined ? { key } : {}),
+    ...(Object.keys(upstream).length > 0 ? { upstream } : {}),
     ...pathRules(values),
   };
+}
+
+/**
+ * `--upstream GATE=OP`, repeatable, one operator per gate.
+ *
+ * @example
+ * ```ts
+ * upstreamFromArgs(['0=to-record-a', '1=to-record-b']); // { 0: 'to-record-a', 1: 'to-record-b' }
+ * ```
+ */
+export function upstreamFromArgs(raw: string[]): Record<number, string> {
+  const out: Record<number, string> = {};
+  for (const r of raw) {
+    const m = /^(\d+)=(.+)$/.exec(r);
+    if (m === null)
+      throw new UsageError(
+        `--upstream must be GATE=OP (a gate number and an operator), got '${r}'`,
+      );
+    const gate = Number(m[1]);
+    if (out[gate] !== undefined) throw new UsageError(`--upstream names gate ${gate} twice`);
+    out[gate] = m[2]!;
+  }
+  return out;
 }
 
 /** `--allow-path DIR`… and `--relocate FROM=TO`…: where the checkpoint's files may be read. */

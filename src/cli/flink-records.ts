@@ -2,7 +2,7 @@
 import { readFlinkRecords } from '../services/formats/flink/records/read-records.ts';
 import { ElementLines } from '../services/formats/flink/records/json.ts';
 import { parseRelocation } from '../services/formats/flink/paths.ts';
-import { keyFromArgs } from './flink-arg.ts';
+import { keyFromArgs, upstreamFromArgs } from './flink-arg.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { reportError } from './errors.ts';
 import type { Io } from './io.ts';
@@ -64,22 +64,6 @@ const options = {
 
 function list(v: unknown): string[] {
   return Array.isArray(v) ? (v as string[]) : typeof v === 'string' ? [v] : [];
-}
-
-/** `--upstream GATE=OP`, repeatable, one operator per gate. */
-function upstreamFromArgs(raw: string[]): Record<number, string> {
-  const out: Record<number, string> = {};
-  for (const r of raw) {
-    const m = /^(\d+)=(.+)$/.exec(r);
-    if (m === null)
-      throw new UsageError(
-        `--upstream must be GATE=OP (a gate number and an operator), got '${r}'`,
-      );
-    const gate = Number(m[1]);
-    if (out[gate] !== undefined) throw new UsageError(`--upstream names gate ${gate} twice`);
-    out[gate] = m[2]!;
-  }
-  return out;
 }
 
 /** Writes text to stdout, waiting while its buffer is full (a slow pipe bounds memory). */

@@ -41,7 +41,7 @@ export const usage = `usage: spillway recover CHECKPOINT --out DIR [--spill-root
        spillway recover FLINK-CHECKPOINT --operator OP --subtask N --out DIR [--output-state]
                         [--allow-path DIR]... [--relocate FROM=TO]... [other options as above]
        spillway recover FLINK-CHECKPOINT --operator OP --rescale I/P[/M] | P --key long|int|bytes:K
-                        --out DIR [...]
+                        [--upstream GATE=OP]... --out DIR [...]
        spillway recover FLINK-CHECKPOINT --all --out DIR [...]
 
 Recovers the channel state in CHECKPOINT (SPWC: a path, an http(s):// URL, a presigned URL,

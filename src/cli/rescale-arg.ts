@@ -125,9 +125,10 @@ export function recordRows(records: RecordReport | undefined): [string, number][
     ...(records.watermarks !== undefined
       ? [['watermarks kept', records.watermarks] as [string, number]]
       : []),
-    // Not kept, and said: Flink's restore completes these from the upstream's output state.
+    // Said, never silent: Flink's restore completes these from the upstream's output state,
+    // which this checkpoint lacks for them, or where different records fit (--upstream).
     ...(records.cut !== undefined && records.cut > 0
-      ? [['records cut (rest upstream)', records.cut] as [string, number]]
+      ? [['records cut, not completed', records.cut] as [string, number]]
       : []),
     ...(records.elementsDropped !== undefined && records.elementsDropped > 0
       ? [['other elements dropped', records.elementsDropped] as [string, number]]

@@ -19,7 +19,12 @@ import { countFlinkElements, countKey } from '../../src/services/formats/flink/r
 import type { FlinkElementCounts } from '../../src/services/formats/flink/records/element-counts.ts';
 import { channelLabel } from '../../src/services/formats/flink/report/model.ts';
 import { runCli } from '../e2e/harness.ts';
-import { FLINK_FIXTURES_DIR } from '../helpers/flink-expected.ts';
+import {
+  expectedRescales,
+  FLINK_FIXTURES_DIR,
+  listFlinkFixtures,
+  readExpectedKeyGroups,
+} from '../helpers/flink-expected.ts';
 import { typedFixtures } from '../helpers/flink-records-oracle.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
@@ -186,6 +191,50 @@ describe('counts equal Flink’s own reading (committed typed fixtures)', () => 
           );
         }
       });
+    });
+  }
+});
+
+describe('counts equal Flink’s own reading (the eight other real fixtures: the keyed operator’s input)', () => {
+  // Their oracle deserialized every element of the keyed operator's input channels with Flink's
+  // StreamElementSerializer for the rescale expectations (keygroups.json): per old subtask,
+  // gate and channel, the records (kept + dropped), the watermarks and a cut tail.
+  const others = listFlinkFixtures();
+  it('there are real fixtures', () => expect(others.length).toBeGreaterThan(0));
+  for (const f of others) {
+    it(`${f.name}: records, watermarks and the partial tail of every input channel of ${f.keyedOperator.slice(0, 8)}…`, async () => {
+      const want = new Map<string, FlinkElementCounts>();
+      for (const r of expectedRescales(f.expected)) {
+        if (r.operator !== f.keyedOperator) continue;
+        for (const c of readExpectedKeyGroups(r.dir).channels) {
+          const key = countKey(f.keyedOperator, c.oldSubtask, 'input', c.gate, c.channel);
+          const counts = {
+            records: c.kept.length + c.droppedRecords,
+            watermarks: Object.entries(c.otherElements)
+              .filter(([k]) => k.startsWith('Watermark:'))
+              .reduce((n, [, v]) => n + v, 0),
+            otherElements: Object.entries(c.otherElements)
+              .filter(([k]) => !k.startsWith('Watermark:'))
+              .reduce((n, [, v]) => n + v, 0),
+            partial: c.trailingBytes > 0 ? 1 : 0,
+          };
+          // Every rescale of one old subtask read the same channel: the same counts.
+          expect(want.get(key) ?? counts, key).toEqual(counts);
+          want.set(key, counts);
+        }
+      }
+      expect(want.size).toBeGreaterThan(0);
+      const listing = await listFlinkCheckpoint(f.checkpoint, {
+        channels: true,
+        key: 'long',
+        relocate: [{ from: f.originalJobDir, to: f.jobDir }],
+      });
+      const ours = listedCounts(listing);
+      for (const [key, counts] of want) expect(ours.get(key), key).toEqual(counts);
+      const keyed = [...ours].filter(
+        ([k]) => k.startsWith(`${f.keyedOperator}/`) && k.includes('/input/'),
+      );
+      expect(keyed.map(([k]) => k).sort()).toEqual([...want.keys()].sort());
     });
   }
 });

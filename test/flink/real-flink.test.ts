@@ -33,6 +33,7 @@ import {
   withFlinkTotals,
 } from '../helpers/flink-expected.ts';
 import { repoRoot } from '../helpers/processes.ts';
+import { WRITER_UPSTREAM_BY_GATE } from '../helpers/cut-completions.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
 const run = promisify(execFile);
@@ -255,6 +256,10 @@ for (const release of RELEASES) {
               `${x.index}/${x.parallelism}`,
               '--key',
               'long',
+              ...Object.entries(WRITER_UPSTREAM_BY_GATE).flatMap(([g, op]) => [
+                '--upstream',
+                `${g}=${op}`,
+              ]),
               '--out',
               out,
             ]);

@@ -17,6 +17,7 @@ import {
   type ExpectedKeyGroups,
   type FlinkFixture,
 } from '../helpers/flink-expected.ts';
+import { cutCompletions, WRITER_UPSTREAM_BY_GATE } from '../helpers/cut-completions.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { runRecover } from '../e2e/harness.ts';
 
@@ -29,6 +30,7 @@ describe.skipIf(fixtures.length === 0)('recover counts on real Flink checkpoints
     it(`${f.name}: records kept counts records only, watermarks apart, as Flink's restore sees them`, async () => {
       let seen = 0;
       let unassignedOnly = 0;
+      let completions = 0;
       for (const r of expectedRescales(f.expected)) {
         const kg = JSON.parse(
           await readFile(join(r.dir, 'keygroups.json'), 'utf8'),
@@ -51,28 +53,48 @@ describe.skipIf(fixtures.length === 0)('recover counts on real Flink checkpoints
           `${r.index}/${r.parallelism}`,
           '--key',
           f.key,
+          ...Object.entries(WRITER_UPSTREAM_BY_GATE).flatMap(([g, op]) => [
+            '--upstream',
+            `${g}=${op}`,
+          ]),
           ...relocate(f),
           '--json',
         ]);
         expect(run.code, run.stderr).toBe(0);
         const { records } = JSON.parse(run.stdout) as { records: Record<string, number> };
         const label = `${r.index}/${r.parallelism}`;
-        expect(records.kept, label).toBe(mine.reduce((n, c) => n + c.kept.length, 0));
-        expect(records.watermarks, label).toBe(watermarks);
+        // Records cut at the end of an assigned old subtask's channel, completed from the
+        // upstream's output state as Flink's restore completes them.
+        const done = await cutCompletions(f.expected, r, kg, assigned);
+        const completed = (kind: string, kept: boolean) =>
+          done.filter((d) => d.kind === kind && d.framed !== undefined && d.kept === kept).length;
+        expect(records.kept, label).toBe(
+          mine.reduce((n, c) => n + c.kept.length, 0) + completed('record', true),
+        );
+        expect(records.watermarks, label).toBe(watermarks + completed('watermark', true));
         seen += watermarks;
         const all = kg.channels.reduce(
           (n, c) => n + Object.entries(c.otherElements).filter(([k]) => k.endsWith(':kept')).length,
           0,
         );
         if (all > 0 && watermarks === 0) unassignedOnly++;
-        // Every whole record of every old subtask is read; none of them is a watermark.
-        expect(records.read, label).toBe(kg.keptRecords + kg.droppedRecords);
+        // Every whole record of every old subtask is read, and each completed one; none of
+        // them is a watermark.
+        expect(records.read, label).toBe(
+          kg.keptRecords +
+            kg.droppedRecords +
+            completed('record', true) +
+            completed('record', false),
+        );
         expect(records.kept + records.dropped, label).toBe(records.read);
-        // Each assigned old subtask's channel that ends inside a record is said, not hidden.
-        expect(records.cut, label).toBe(mine.filter((c) => c.trailingBytes > 0).length);
+        // An assigned old subtask's channel that ends inside a record whose rest is not in the
+        // checkpoint is said, not hidden.
+        expect(records.cut, label).toBe(done.filter((d) => d.framed === undefined).length);
+        completions += done.filter((d) => d.framed !== undefined).length;
       }
       // The fixture has watermarks, and some only in old subtasks a new one never reads.
       expect(seen).toBeGreaterThan(0);
+      expect(completions).toBeGreaterThan(0);
       console.log(`${f.name}: ${unassignedOnly} rescale(s) whose watermarks are all unassigned`);
     }, 120_000);
   }

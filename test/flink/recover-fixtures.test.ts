@@ -21,10 +21,15 @@ import {
   type FlinkFixture,
 } from '../helpers/flink-expected.ts';
 import { runRecover } from '../e2e/harness.ts';
+import { WRITER_UPSTREAM_BY_GATE } from '../helpers/cut-completions.ts';
 import { listSpill } from '../helpers/spill-root.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 const fixtures = listFlinkFixtures();
+const upstreamArgs = Object.entries(WRITER_UPSTREAM_BY_GATE).flatMap(([g, op]) => [
+  '--upstream',
+  `${g}=${op}`,
+]);
 
 /** Absolute handles name where Flink wrote the checkpoint: map that to the fixture's copy. */
 function relocateArgs(f: FlinkFixture): string[] {
@@ -136,6 +141,8 @@ describe.skipIf(fixtures.length === 0)('real Flink fixtures recover as Flink rea
             `${r.index}/${r.parallelism}`,
             '--key',
             f.key,
+            // The job's two sources write look-alike records: say which feeds which gate.
+            ...upstreamArgs,
             ...relocateArgs(f),
             '--json',
           ]);

@@ -12,6 +12,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FlinkCheckpointListing } from '../../src/services/formats/flink/list.ts';
+import { cutCompletions } from './cut-completions.ts';
 
 /** The committed real-Flink fixtures' root. */
 export const FLINK_FIXTURES_DIR = resolve(
@@ -318,7 +319,9 @@ export const FLINK_RANGE_FROM_3: Record<string, readonly number[]> = {
  * the oracle keeps every old subtask's watermarks; Flink reads only the old subtasks in
  * `assigned`. Each `.bin` is split into its old subtasks' frames by the oracle's own counts
  * (keygroups.json: kept records and kept elements per old subtask, ascending) and the frames of
- * unassigned old subtasks are left out. Writes the files into `into`.
+ * unassigned old subtasks are left out; the records cut at the end of an assigned old subtask's
+ * channel follow, completed from the upstream's output state (cut-completions.ts). Writes the
+ * files into `into`.
  */
 export async function restoredRescale(
   r: ExpectedRescale,
@@ -326,6 +329,7 @@ export async function restoredRescale(
   into: string,
 ): Promise<void> {
   const kg = JSON.parse(await readFile(join(r.dir, 'keygroups.json'), 'utf8')) as ExpectedKeyGroups;
+  const completions = await cutCompletions(dirname(dirname(r.dir)), r, kg, assigned);
   for (const file of r.files) {
     const [, gate, channel] = /^gate-(\d+)-channel-(\d+)\.bin$/.exec(file)!.map(Number);
     const bytes = await readFile(join(r.dir, file));
@@ -345,6 +349,12 @@ export async function restoredRescale(
       if (assigned.includes(c.oldSubtask)) parts.push(bytes.subarray(start, at));
     }
     if (at !== bytes.length) throw new Error(`${r.dir}/${file}: frames do not add up`);
+    // The records cut at the end of an assigned old subtask's channel, completed from the
+    // upstream's output state as the restore completes them: after the channel's other
+    // records, old subtasks ascending (Spillway's order; Flink's is not fixed).
+    for (const done of completions) {
+      if (done.gate === gate && done.channel === channel && done.kept) parts.push(done.framed!);
+    }
     await writeFile(join(into, file), Buffer.concat(parts));
   }
 }

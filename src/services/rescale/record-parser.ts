@@ -105,6 +105,49 @@ export class RecordParser {
   }
 
   /**
+   * The open record's bytes so far, from its length field on (a tail cut at the end of the
+   * stream), or undefined between records and once a dropped record's bytes were let go (a
+   * key-hash rule decides before the record is whole).
+   */
+  partialBytes(): Buffer | undefined {
+    if (this.lengthFill === 0) return undefined;
+    if (this.lengthFill < RECORD_LENGTH_BYTES) {
+      const field = Buffer.alloc(this.lengthFill);
+      field.writeUIntBE(this.length >>> 0, 0, this.lengthFill);
+      return field;
+    }
+    if (this.decision === false) return undefined;
+    return Buffer.concat(this.pieces);
+  }
+
+  /**
+   * Completes the open record with `record` (its whole body, length field excluded) joined
+   * from elsewhere — the upstream's replayed output state, as Flink's restore feeds the same
+   * deserializer — then judges, counts and (if it survives) emits it as any other record.
+   */
+  completeWith(record: Buffer, out: Buffer[]): void {
+    const keyRule = this.rules.keepKeyHash;
+    const keep =
+      keyRule !== undefined
+        ? keyRule(hashKeyBytes(KEY_HASH_SEED, record, 0, this.rules.keyBytes))
+        : this.judge(record, this.recordStart);
+    this.pieces = [];
+    this.lengthFill = 0;
+    this.length = 0;
+    this.remaining = 0;
+    this.counts.read++;
+    if (!keep) {
+      this.counts.dropped++;
+      return;
+    }
+    this.counts.kept++;
+    const framed = Buffer.allocUnsafe(RECORD_LENGTH_BYTES + record.length);
+    framed.writeInt32BE(record.length, 0);
+    record.copy(framed, RECORD_LENGTH_BYTES);
+    out.push(framed);
+  }
+
+  /**
    * Feeds the next piece of the stream. `offset` is the file offset of `chunk[0]`. Surviving
    * records are pushed to `out`, whole: runs of them as slices of `chunk` (valid only as long
    * as `chunk` is), a record that spanned chunks as a copy.

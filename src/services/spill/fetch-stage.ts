@@ -3,6 +3,7 @@
  * code; the fetch machine runs it on the channel-IO executor and turns its callbacks into
  * ownership events.
  */
+import type { FileSystem } from '../fs.ts';
 import { readCheckpointEntries, type EntryVisitor } from '../formats/entries.ts';
 import type { FlinkSelection } from '../formats/flink/entry-source.ts';
 import {
@@ -19,10 +20,14 @@ import type { RecordReport } from './filtering-spill.ts';
 import { FilterSet, addRecordReports, fanOutOf, type RescaleFanOut } from './fan-out-spill.ts';
 import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
 import type { RemoteOptions } from '../locations/remote-options.ts';
+import { completeCutTails, type UpstreamSource } from './cut-tails.ts';
+import { DEFAULT_MAX_RECORD_BYTES } from '../rescale/record-parser.ts';
 
 export interface FetchStageInput {
   checkpoint: string;
   taskDir: string;
+  /** The file seam the spill files go through (the recovery's own); the product's by default. */
+  fs?: FileSystem | undefined;
   limits?: SpillLimits;
   /** Aborts the stage: sets the writer's abort flag (G3) and stops reading the checkpoint. */
   signal: AbortSignal;
@@ -92,6 +97,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
     // Writes run behind the reading: a failed one is reported the moment it fails, not when
     // the next append rethrows it, so nothing arriving in between can become the cause (G5).
     onWriteFailure: report,
+    ...(input.fs !== undefined ? { fs: input.fs } : {}),
   });
   const onAbort = () => writer.abort();
   signal.addEventListener('abort', onAbort, { once: true });
@@ -127,6 +133,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
           );
     let filtering: EntryVisitor | undefined = filter?.visitor(onChunk);
     let flinkRules: FlinkRecordRules[] | undefined;
+    let upstreamOf: Pick<UpstreamSource, 'operator' | 'metadata'> | undefined;
     const verbatim: EntryVisitor = {
       onEntry(gate, channel) {
         current.gate = gate;
@@ -164,6 +171,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
               );
               filter = new FilterSet(writer, flinkRules, fanOut !== undefined);
               filtering = filter.visitor(onChunk);
+              upstreamOf = { operator, metadata };
             }
           : undefined,
       readChunkBytes: input.limits?.readChunkBytes,
@@ -180,6 +188,23 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         ? { onOpen: (bytes: number) => (progress.checkpointBytes = bytes) }
         : {}),
     });
+    if (filter !== undefined && flink !== undefined && upstreamOf !== undefined) {
+      // Flink's restore completes a cut tail from the upstream's replayed output state.
+      await completeCutTails(
+        filter.filters,
+        filter.filters.map((_, i) => flinkRules?.[i]?.assigned),
+        {
+          ...upstreamOf,
+          checkpoint: input.checkpoint,
+          allowPaths: flink.allowPaths,
+          relocate: flink.relocate,
+          remote: input.remote,
+          signal,
+          maxElementBytes: rescale?.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES,
+          upstream: flink.upstream,
+        },
+      );
+    }
     // A cut tail of an old subtask Flink does not assign the new one is never missed.
     filter?.finish(flink !== undefined, (i) => flinkRules?.[i]?.assigned);
     const state = await writer.close();

@@ -14,6 +14,7 @@ import {
   RecordParser,
   type RecordCounts,
   type RecordRules,
+  type VirtualChannel,
 } from '../rescale/record-parser.ts';
 
 /**
@@ -27,9 +28,19 @@ export interface RecordReport extends RecordCounts {
   elementsDropped?: number;
   /**
    * Old subtasks' input channels that end inside a record whose rest is the upstream's output
-   * state: Flink's restore completes it from there; Spillway does not yet, and leaves it out.
+   * state, and that Spillway could not complete from there (no such state in the checkpoint,
+   * or different records fit: `flink.upstream` names a gate's operator). Completed ones are
+   * records like any other.
    */
   cut?: number;
+}
+
+/** A virtual channel that ended inside a record: see {@link FilteringSpill.openTails}. */
+export interface CutTail {
+  readonly id: number;
+  readonly from: VirtualChannel;
+  /** The record's bytes so far, from its length field on. */
+  readonly bytes: Buffer;
 }
 
 /**
@@ -161,6 +172,39 @@ export class FilteringSpill {
     }
     await writer.keepTogether(this.target, end - start);
     await writer.append(this.target, records.subarray(start, end));
+  }
+
+  /**
+   * The virtual channels the read left inside a record (cut tails), of the old subtasks
+   * `counted` says count: their channel and bytes so far (from the length field on).
+   */
+  openTails(counted: (subtask: number) => boolean = () => true): CutTail[] {
+    const tails: CutTail[] = [];
+    for (const [id, parser] of this.parsers) {
+      const bytes = parser.hasPartialData ? parser.partialBytes() : undefined;
+      if (bytes !== undefined && counted(parser.from.subtask)) {
+        tails.push({ id, from: parser.from, bytes });
+      }
+    }
+    return tails;
+  }
+
+  /**
+   * Completes cut tail `tail` with `record` (its whole body, joined from the upstream's output
+   * state): judged and counted as any record, and spilled to the end of its channel if it
+   * survives. The tail is then no longer cut.
+   */
+  async complete(tail: CutTail, record: Buffer): Promise<void> {
+    const parser = this.parsers.get(tail.id);
+    if (parser === undefined) return;
+    this.parsers.delete(tail.id);
+    this.target = { gate: tail.from.gate, channel: tail.from.channel };
+    parser.completeWith(record, this.out);
+    try {
+      for (const records of this.out) await this.spill(records);
+    } finally {
+      this.out.length = 0;
+    }
   }
 
   /**

@@ -43,6 +43,12 @@ export interface FlinkSelection extends FlinkPathOptions {
   outputState?: boolean | undefined;
   /** Rescaling: how each record's key is read; default `long`. */
   key?: FlinkKey | undefined;
+  /**
+   * Rescaling: per input gate, the operator (id, uid or name) feeding it, whose output state
+   * completes a record cut at the end of an old subtask's channel. Without it, every operator
+   * with output state is tried, and a record is completed only where exactly one fits.
+   */
+  upstream?: Readonly<Record<number, string>> | undefined;
 }
 
 /**
