@@ -26,7 +26,6 @@ import {
   type RealCheckpoint,
   type TimedRun,
 } from './jvm-harness.ts';
-import type { OrSkipped, PeerFigures } from './result.ts';
 import { packageBin } from './startup.ts';
 import { round, spread, type Spread } from './stats.ts';
 
@@ -43,8 +42,15 @@ export interface JvmPeerOptions {
   signal?: AbortSignal;
 }
 
-/** The ratios and everything behind them. */
-export interface JvmPeerFigures extends PeerFigures {
+/**
+ * The ratios (bench/result.ts's `PeerFigures`, not imported: result.ts sits above the phases)
+ * and everything behind them.
+ */
+export interface JvmPeerFigures {
+  /** `spillway recover --all` ÷ the JVM extractor, wall time of each process (goal ≤ 0.5). */
+  recoverAllVsJvm: Spread;
+  /** `spillway flink ls` ÷ the JVM loading `_metadata` (goal ≤ 0.3). */
+  lsVsJvm: Spread;
   checkpoint: { bytes: number; entries: number; files: number; makeSeconds: number };
   /** Wall times of each side's process, ms. */
   recoverAllMs: Spread;
@@ -104,7 +110,9 @@ const r1 = (s: Spread): Spread => ({
  * if (!('skipped' in peer)) console.log(peer.recoverAllVsJvm.median); // goal ≤ 0.5
  * ```
  */
-export async function measureJvmPeer(o: JvmPeerOptions): Promise<OrSkipped<JvmPeerFigures>> {
+export async function measureJvmPeer(
+  o: JvmPeerOptions,
+): Promise<JvmPeerFigures | { skipped: string }> {
   const why = whyNoJvm();
   if (why !== undefined) return { skipped: why };
   const started = performance.now();
