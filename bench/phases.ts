@@ -12,6 +12,7 @@ import type { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { measureCancel, type CancelFigures } from './cancel.ts';
 import { measureEndToEnd } from './e2e.ts';
 import { measureFlinkVsSpwc } from './flink.ts';
+import { measureJvmPeer } from './jvm-peer.ts';
 import { measureGrowth, type GrowthFigures } from './growth.ts';
 import { measureRatios } from './ratios.ts';
 import { rawCopy, rawRead } from './raw-io.ts';
@@ -216,8 +217,9 @@ export class BenchPhases {
    * (`recoverAllVsJvm`, `lsVsJvm`): its own module registers here.
    */
   private async peerPhase(): Promise<OrSkipped<PeerFigures>> {
+    const { dir, options } = this;
     this.progress(0.62, 'Spillway vs the JVM on a real Flink checkpoint');
-    return { skipped: 'the JVM peer phase is not built yet' };
+    return measureJvmPeer({ dir, minMiB: options.mb, pairs: options.runs, signal: options.signal });
   }
 
   private async rssPhase(): Promise<RssFigures> {

@@ -60,7 +60,7 @@ export interface StartOptions extends PublicRecoverOptions {
    * for every recovery of a run): the fetch stage does not read it again.
    */
   flinkPlan?: FlinkReadPlan;
-  /** A file seam for this recovery's spill root (its sweep, owner dir); spill files: fsSeam. */
+  /** A file seam for this recovery's spill root and spill files (remainders: the process's). */
   fs?: FileSystem;
 }
 
@@ -243,6 +243,7 @@ function taskServices(
         ? { ...options.flink, plan: options.flinkPlan }
         : options.flink,
     abandonAfterMs: options.abandonAfterMs,
+    fs: options.fs,
     channels: task.channels,
     consumerError: task.consumerError,
     progress: task.progress,

@@ -59,6 +59,7 @@ export function createSpillCheckpoint(rules: SpillRules) {
         fetchToSpill({
           checkpoint: services.checkpoint,
           taskDir,
+          fs: services.fs,
           limits: services.limits,
           rescale: services.rescale,
           flink: services.flink,

@@ -11,6 +11,7 @@ import type { Drainer } from '../services/spill/drainer.ts';
 import type { SpillLimits } from '../services/spill/limits.ts';
 import type { RemoteOptions } from '../services/locations/remote-options.ts';
 import type { ProgressCounters } from '../services/progress.ts';
+import type { FetchStageInput } from '../services/spill/fetch-stage.ts';
 import type { RescaleOption } from '../services/rescale/rescale-options.ts';
 import type { PlannedFlinkSelection } from '../services/formats/flink/entry-source.ts';
 
@@ -45,6 +46,8 @@ export interface TaskServices {
   readonly remote?: RemoteOptions | undefined;
   /** A Flink checkpoint: the operator, subtask and side the fetch stage reads. */
   readonly flink?: PlannedFlinkSelection | undefined;
+  /** The file seam the spill files go through (a test's or the demo's); the product's if unset. */
+  readonly fs?: FetchStageInput['fs'];
   /** The counters the stages bump (progress reporting). */
   readonly progress: ProgressCounters;
   /** How long an ending waits for a consumer that has not returned (G11). */

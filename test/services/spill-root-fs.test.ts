@@ -1,7 +1,7 @@
 /**
- * A spill root is handed its own file seam: a faulty one reaches exactly the spill root (and the
- * recovery) it is handed to, never the process's other file operations, and nothing is
- * installed process-wide.
+ * A spill root and a recovery are handed their own file seam: a faulty one reaches exactly the
+ * spill root and the spill files of the recovery it is handed to, never the process's other
+ * file operations, and nothing is installed process-wide.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +10,8 @@ import { SpillRoot } from '../../src/services/spill-root/spill-root.ts';
 import { SpillRootError } from '../../src/services/errors.ts';
 import { startRecovery } from '../../src/recover.ts';
 import { FaultSeam } from '../helpers/fault-seam.ts';
+import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
+import { IoError } from '../../src/services/errors.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 /** This file's own fault seam, handed to what it faults (never installed). */
@@ -48,4 +50,32 @@ describe('a spill root handed its own file seam', () => {
     expect(String((error as Error).cause)).toContain('ENOSPC');
     expect(readdirSync(join(root, 'spillway'))).toEqual([]);
   });
+
+  for (const [nth, stage] of [
+    [1, 'as its spill file is made (fetch)'],
+    [2, 'as its spill file is opened to drain'],
+  ] as const) {
+    it(`G1 a recovery whose own seam fails ${stage} fails with it, and its task dir is gone when done settles`, async () => {
+      const root = await makeTempRoot();
+      const checkpoint = join(root, 'cp.spwc');
+      await makeCheckpoint({ out: checkpoint, mb: 1, channels: 2, gates: 1 });
+      seam.injectFault({ op: 'open', code: 'EIO', nth, pathIncludes: '/task-' });
+      const recovery = startRecovery({
+        checkpoint,
+        spillRoot: root,
+        channels: () => ({ onBuffer() {}, onFinished() {} }),
+        fs: seam.fs,
+      });
+      const error = await recovery.done.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(IoError);
+      expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).toContain('(injected)');
+      const owners = readdirSync(join(root, 'spillway'));
+      for (const owner of owners) {
+        expect(
+          readdirSync(join(root, 'spillway', owner)).filter((n) => n.startsWith('task-')),
+        ).toEqual([]);
+      }
+      expect(seam.fsOpCounts().open).toBeGreaterThanOrEqual(nth);
+    });
+  }
 });

@@ -3,6 +3,7 @@
  * code; the fetch machine runs it on the channel-IO executor and turns its callbacks into
  * ownership events.
  */
+import type { FileSystem } from '../fs.ts';
 import { readCheckpointEntries, type EntryVisitor } from '../formats/entries.ts';
 import type { FlinkSelection } from '../formats/flink/entry-source.ts';
 import {
@@ -25,6 +26,8 @@ import { DEFAULT_MAX_RECORD_BYTES } from '../rescale/record-parser.ts';
 export interface FetchStageInput {
   checkpoint: string;
   taskDir: string;
+  /** The file seam the spill files go through (the recovery's own); the product's by default. */
+  fs?: FileSystem | undefined;
   limits?: SpillLimits;
   /** Aborts the stage: sets the writer's abort flag (G3) and stops reading the checkpoint. */
   signal: AbortSignal;
@@ -94,6 +97,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
     // Writes run behind the reading: a failed one is reported the moment it fails, not when
     // the next append rethrows it, so nothing arriving in between can become the cause (G5).
     onWriteFailure: report,
+    ...(input.fs !== undefined ? { fs: input.fs } : {}),
   });
   const onAbort = () => writer.abort();
   signal.addEventListener('abort', onAbort, { once: true });

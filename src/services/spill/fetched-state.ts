@@ -3,7 +3,7 @@
  * and the task dir that holds them. Flink's `FetchedChannelState`, stricter where Flink is
  * lenient (see the class doc).
  */
-import { fsSeam } from '../fs.ts';
+import { fsSeam, type FileSystem } from '../fs.ts';
 import { AbortedError, CleanupError, MisuseError } from '../errors.ts';
 import type { ChannelInfo } from '../channel.ts';
 
@@ -44,12 +44,14 @@ export class FetchedChannelState {
    * @param channelEnds per channel, the 1-based ordinal of its last segment (0: none), sorted
    *   ascending: how the drain counts channels delivered as it goes (progress only); without
    *   it every channel counts as delivered when the drain has read its last segment
+   * @param fs the file seam its files are read and its task dir deleted through (the writer's)
    */
   constructor(
     files: readonly string[],
     readonly taskDir: string | undefined,
     channels: readonly ChannelInfo[],
     readonly channelEnds?: Uint32Array,
+    readonly fs: FileSystem = fsSeam,
   ) {
     this.files = Object.freeze([...files]);
     // One small frozen object per channel, shared with the writer that noted it (G8: the
@@ -150,7 +152,7 @@ export class FetchedChannelState {
   private async deleteTaskDir(): Promise<void> {
     if (this.taskDir === undefined) return;
     try {
-      await fsSeam.rm(this.taskDir);
+      await this.fs.rm(this.taskDir);
       this.deleteFailed = false;
     } catch (e) {
       this.deleteFailed = true;

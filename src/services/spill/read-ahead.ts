@@ -3,7 +3,7 @@
  * and the next reads kept in flight while the caller verifies and delivers the current one.
  * Plain async I/O; every operation is fenced by the caller's `io` (G4).
  */
-import { fsSeam, type SeamFile } from '../fs.ts';
+import { fsSeam, type FileSystem, type SeamFile } from '../fs.ts';
 import { AbortedError, SpillEOFError } from '../errors.ts';
 import { SEGMENT_HEADER_BYTES } from './segment-format.ts';
 
@@ -24,6 +24,8 @@ export interface WindowFence {
   io<T>(what: string, op: () => Promise<T>): Promise<T>;
   /** True once the reader or its state was closed: bytes read from then on belong to nobody. */
   readonly closed: boolean;
+  /** The file seam the spill files are opened through (their state's; the product's if none). */
+  readonly fs?: FileSystem | undefined;
 }
 
 /** A read running ahead of the caller. */
@@ -121,7 +123,9 @@ export class SpillFileWindow {
     if (previous !== undefined) await previous.close();
     const path = this.files[index];
     if (path === undefined) throw new SpillEOFError(`no spill file #${index}`);
-    const file = await this.fence.io(`open ${path}`, () => fsSeam.open(path, 'r'));
+    const file = await this.fence.io(`open ${path}`, () =>
+      (this.fence.fs ?? fsSeam).open(path, 'r'),
+    );
     if (this.fence.closed) {
       await file.close().catch(noop);
       throw new AbortedError(`open ${path}: spill state was closed`);

@@ -167,6 +167,7 @@ export class SpillReader {
       get closed() {
         return reader.closed || reader.state?.isClosed === true;
       },
+      fs: state?.fs,
     };
     this.window = new SpillFileWindow(this.files, readChunkBytes, reuseBuffers, fence);
   }

@@ -8,7 +8,7 @@
  * grows a file is in view: they stay here. The segments in memory (no I/O) are segment-buffer.ts.
  */
 import { join } from 'node:path';
-import { fsSeam, type SeamFile } from '../fs.ts';
+import { fsSeam, type FileSystem, type SeamFile } from '../fs.ts';
 import { AbortedError, ErrorCollector, addSuppressed } from '../errors.ts';
 import { channelId, type ChannelInfo } from '../channel.ts';
 import { FetchedChannelState } from './fetched-state.ts';
@@ -35,6 +35,8 @@ export interface SpillWriterOptions {
    * happens, so an abort arriving in between cannot take its place (G5).
    */
   onWriteFailure?: (error: unknown) => void;
+  /** The file seam the task dir and its files go through (a recovery's own); the product's. */
+  fs?: FileSystem;
 }
 
 /**
@@ -70,6 +72,7 @@ export class SpillWriter {
   private readonly maxSpillFileBytes: number;
   private readonly onFirstAcquire: ((writer: SpillWriter) => void) | undefined;
   private readonly onWriteFailure: ((error: unknown) => void) | undefined;
+  private readonly fs: FileSystem;
 
   private aborted = false;
   private acquired = false;
@@ -113,6 +116,7 @@ export class SpillWriter {
     if (this.maxSpillFileBytes < 1) throw new RangeError('maxSpillFileBytes must be ≥ 1');
     this.onFirstAcquire = options.onFirstAcquire;
     this.onWriteFailure = options.onWriteFailure;
+    this.fs = options.fs ?? fsSeam;
     this.segments = new SegmentBuffer(this.maxSegmentBytes);
   }
 
@@ -252,6 +256,7 @@ export class SpillWriter {
       this.channels,
       // Sorted, one number per channel (G8: 1 MiB at 262,144 channels, the map is freed).
       Uint32Array.from(this.lastSegment.values()).sort(),
+      this.fs,
     );
     state.acquire(); // the hand-off grant (docs/flink.md §3.2)
     this.lastSegment.clear(); // only needed while channels can still be noted
@@ -286,7 +291,7 @@ export class SpillWriter {
       await this.file?.close().catch(() => undefined);
       // Only a dir this writer created: mkdir is exclusive, so after EEXIST (or before any
       // mkdir) the path belongs to someone else, and deleting it would destroy their files.
-      if (this.dirCreated) await fsSeam.rm(this.taskDir);
+      if (this.dirCreated) await this.fs.rm(this.taskDir);
     })().catch((e: unknown) => {
       // A failed delete must not be final (row C1): forget it, so the next call (the registry
       // backstop, say) tries again instead of replaying this rejection while the dir leaks.
@@ -396,7 +401,7 @@ export class SpillWriter {
       }
       this.checkAbort('create the task dir');
       await this.run(async () => {
-        await fsSeam.mkdir(this.taskDir, { mode: 0o700 });
+        await this.fs.mkdir(this.taskDir, { mode: 0o700 });
         // Set inside the tracked operation, so a discard awaiting it already sees the dir as ours.
         this.dirCreated = true;
       });
@@ -407,7 +412,7 @@ export class SpillWriter {
     }
     const path = join(this.taskDir, spillFileName(this.files.length));
     this.checkAbort('create a spill file');
-    const file = await this.run(() => fsSeam.open(path, 'wx'));
+    const file = await this.run(() => this.fs.open(path, 'wx'));
     this.files.push(path);
     this.file = file;
     if (this.aborted) {
@@ -433,7 +438,7 @@ export class SpillWriter {
       this.file = undefined;
       await file.close().catch((e) => errors.add(e));
     }
-    await fsSeam.rm(path).catch((e) => errors.add(e));
+    await this.fs.rm(path).catch((e) => errors.add(e));
     if (errors.error !== undefined) {
       const aborted = new AbortedError('spill writer aborted; deleting its own file failed');
       addSuppressed(aborted, errors.error);
