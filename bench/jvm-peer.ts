@@ -26,7 +26,8 @@ import {
   type RealCheckpoint,
   type TimedRun,
 } from './jvm-harness.ts';
-import type { OrSkipped, PeerFigures } from './result.ts';
+import type { OrSkipped } from './options.ts';
+import type { PeerFigures } from './result.ts';
 import { packageBin } from './startup.ts';
 import { round, spread, type Spread } from './stats.ts';
 
