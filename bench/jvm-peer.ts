@@ -26,6 +26,8 @@ import {
   type RealCheckpoint,
   type TimedRun,
 } from './jvm-harness.ts';
+import type { OrSkipped } from './options.ts';
+import type { PeerFigures } from './result.ts';
 import { packageBin } from './startup.ts';
 import { round, spread, type Spread } from './stats.ts';
 
@@ -42,15 +44,8 @@ export interface JvmPeerOptions {
   signal?: AbortSignal;
 }
 
-/**
- * The ratios (bench/result.ts's `PeerFigures`, not imported: result.ts sits above the phases)
- * and everything behind them.
- */
-export interface JvmPeerFigures {
-  /** `spillway recover --all` ÷ the JVM extractor, wall time of each process (goal ≤ 0.5). */
-  recoverAllVsJvm: Spread;
-  /** `spillway flink ls` ÷ the JVM loading `_metadata` (goal ≤ 0.3). */
-  lsVsJvm: Spread;
+/** The ratios and everything behind them. */
+export interface JvmPeerFigures extends PeerFigures {
   checkpoint: { bytes: number; entries: number; files: number; makeSeconds: number };
   /** Wall times of each side's process, ms. */
   recoverAllMs: Spread;
@@ -110,9 +105,7 @@ const r1 = (s: Spread): Spread => ({
  * if (!('skipped' in peer)) console.log(peer.recoverAllVsJvm.median); // goal ≤ 0.5
  * ```
  */
-export async function measureJvmPeer(
-  o: JvmPeerOptions,
-): Promise<JvmPeerFigures | { skipped: string }> {
+export async function measureJvmPeer(o: JvmPeerOptions): Promise<OrSkipped<JvmPeerFigures>> {
   const why = whyNoJvm();
   if (why !== undefined) return { skipped: why };
   const started = performance.now();

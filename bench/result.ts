@@ -13,16 +13,13 @@ import type { RecordsFigures } from './records.ts';
 import type { RemoteFigures } from './remote.ts';
 import type { FilteringFigures } from './rescale.ts';
 import type { RssFigures } from './rss.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions, OrSkipped } from './options.ts';
 import type { StartupFigures } from './startup.ts';
 import type { TmpfsEndToEnd } from './tmpfs-phases.ts';
 import { round, type Spread } from './stats.ts';
 import type { MadeCheckpoint } from '../src/services/formats/spwc/generator.ts';
 
 const MIB = 1024 * 1024;
-
-/** A phase's figures, or why it could not run here. */
-export type OrSkipped<T> = T | { skipped: string };
 
 /**
  * The JVM peer phase's figures: `spillway recover --all` and `flink ls` of a real Flink

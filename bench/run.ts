@@ -14,47 +14,14 @@ import { mkdir, mkdtemp, rm, statfs } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { SpillRoot } from '../src/services/spill-root/spill-root.ts';
-import type { GrowthOptions } from './growth.ts';
+import type { BenchOptions } from './options.ts';
 import { BenchPhases } from './phases.ts';
 import { detailsOf, resultOf, type BenchDetails, type BenchResult } from './result.ts';
 
 export { TARGETS, type BenchDetails, type BenchResult } from './result.ts';
+export type { BenchOptions } from './options.ts';
 
 const MIB = 1024 * 1024;
-
-/** What one bench run measures, and how big. */
-export interface BenchOptions {
-  /** Alternating runs per ratio (≥ 5 for a real figure). */
-  runs: number;
-  /** Payload of the checkpoint the ratios are measured on, MiB. */
-  mb: number;
-  /** Payload of the checkpoint the RSS child recovers, MiB (2048 for `peakRssMiBAt2GiB`). */
-  rssMb: number;
-  /** Cancellations timed for `cancelCleanupP99Ms`. */
-  cancels: number;
-  /** Payload of each cancelled recovery's checkpoint, MiB. */
-  cancelMb: number;
-  /** Spill file bound of the cancelled recoveries (small, so each spills ~64 files). */
-  cancelSpillFileBytes: number;
-  /** Payload of the end-to-end checkpoint (32 channels) recovered through the CLI, MiB. */
-  e2eMb: number;
-  /** Alternating pairs of the end-to-end and start-up figures. */
-  e2eRuns: number;
-  startupRuns: number;
-  /** One-byte channels recovered on a tmpfs against the file-creation floor: [gates, per gate]. */
-  channels: [number, number];
-  /** Alternating pairs of that figure (each takes seconds at 262,144 channels). */
-  channelPairs: number;
-  /** Also measure how cost grows (state size, concurrent tasks, channel counts). */
-  growth?: GrowthOptions;
-  seed: number;
-  /** Parent of the bench's own temp dir (the OS temp dir by default). */
-  tmpRoot: string;
-  /** Interrupts the bench between steps; the temp dir is still removed. */
-  signal: AbortSignal;
-  /** Progress for humans: fraction done and what runs now. */
-  progress?: (fraction: number, text: string) => void;
-}
 
 type Preset = Omit<BenchOptions, 'tmpRoot' | 'signal' | 'progress' | 'growth'>;
 

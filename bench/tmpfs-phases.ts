@@ -12,8 +12,7 @@ import { measureChannels, type ChannelFigures } from './channels.ts';
 import { measureEndToEnd, type EndToEndFigures } from './e2e.ts';
 import { mountTmpfs } from './floors.ts';
 import { measureRatios, type RatioFigures } from './ratios.ts';
-import type { OrSkipped } from './result.ts';
-import type { BenchOptions } from './run.ts';
+import type { BenchOptions, OrSkipped } from './options.ts';
 
 const MIB = 1024 * 1024;
 

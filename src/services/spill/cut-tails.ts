@@ -80,92 +80,105 @@ export async function completeCutTails(
   // Spillway's order: a channel's completed records after all its other records, by old
   // subtask ascending (Flink interleaves the virtual channels in no fixed order).
   const tails = [...byChannel.values()].sort((x, y) => x.tail.from.subtask - y.tail.from.subtask);
-  for (const { tail, filters: holding } of tails) {
-    const fits: Buffer[] = [];
+  // One read per (candidate upstream, upstream subtask) for every tail it may complete: for
+  // an all-to-all (keyed) edge, input channel c of old subtask s is fed by upstream subtask c,
+  // from its subpartition s.
+  const reads = new Map<string, { upstream: FlinkOperatorState; tails: CutTail[] }>();
+  for (const { tail } of tails) {
     const given = named.get(tail.from.gate);
     for (const upstream of given !== undefined ? [given] : withOutput) {
-      // For an all-to-all (keyed) edge, input channel c of old subtask s is fed by upstream
-      // subtask c, from its subpartition s.
       if (tail.from.channel >= upstream.parallelism) continue;
-      fits.push(...(await confirmedHeads(source, upstream, tail)));
+      const key = `${upstream.id}/${tail.from.channel}`;
+      const read = reads.get(key) ?? { upstream, tails: [] };
+      read.tails.push(tail);
+      reads.set(key, read);
     }
+  }
+  const fits = new Map<number, Buffer[]>();
+  for (const { upstream, tails: wanted } of reads.values()) {
+    for (const [id, element] of await confirmedHeads(source, upstream, wanted)) {
+      fits.set(id, [...(fits.get(id) ?? []), element]);
+    }
+  }
+  for (const { tail, filters: holding } of tails) {
+    const found = fits.get(tail.id) ?? [];
     // Several heads that fit and give the same record (two upstreams writing the same
     // bytes) complete it all the same; different records are not guessed between.
-    if (fits.length === 0 || fits.some((e) => !e.equals(fits[0]!))) continue;
-    for (const filter of holding) await filter.complete(tail, fits[0]!);
+    if (found.length === 0 || found.some((e) => !e.equals(found[0]!))) continue;
+    for (const filter of holding) await filter.complete(tail, found[0]!);
   }
 }
 
-/** A partition's head of subpartition s, as it is read. */
+/** A partition's head of one subpartition, as it is read, and the tails it may complete. */
 interface Head {
   pieces: Buffer[];
-  bytes: number;
-  /** The joined element once its rest is followed by whole elements; null: it does not fit. */
-  verdict?: Buffer | null;
+  /** The tails of this subpartition not judged yet. */
+  pending: CutTail[];
 }
 
 /**
- * The elements `tail` completes to from `upstream`'s output state (subtask = the tail's
- * channel, subpartition = its old subtask), one per partition whose head fits: the record's
- * rest, then whole elements.
+ * The elements `tails` (all of one channel c) complete to from upstream subtask c's output
+ * state, read once: for each tail, one element per partition whose head of subpartition s
+ * (the tail's old subtask) fits — the record's rest, then whole elements.
  */
 async function confirmedHeads(
   source: UpstreamSource,
   upstream: FlinkOperatorState,
-  tail: CutTail,
-): Promise<Buffer[]> {
+  tails: readonly CutTail[],
+): Promise<[number, Buffer][]> {
   const selection = {
     operator: upstream.id,
-    subtask: tail.from.channel,
+    subtask: tails[0]!.from.channel,
     outputState: true,
     allowPaths: source.allowPaths,
     relocate: source.relocate,
   };
   const plan = await planFlinkSelection(source.metadata, selection);
-  const heads = new Map<number, Head>();
+  const found: [number, Buffer][] = [];
+  const heads = new Map<string, Head>();
   let current: Head | undefined;
-  const judge = (head: Head, complete: boolean): void => {
+  // Judges the head's pending tails; returns whether any is left to judge.
+  const judge = (head: Head, complete: boolean): boolean => {
     const bytes = Buffer.concat(head.pieces);
     head.pieces = [bytes];
-    const joined = completePartialRecord(tail.bytes, bytes);
-    if (!joined.done) {
-      if (joined.needBytes < 0 || complete) head.verdict = null;
-      return;
-    }
-    // The head's own first element boundary, found without the tail, must be where the
+    // The head's own first element boundary, found without any tail, must be where the
     // tail's record ends: a wrong upstream's head (its subpartition may well frame from there
     // too, by chance) starts its elements elsewhere.
     const first = findFirstElement(bytes, complete, source.maxElementBytes);
-    if (first === undefined) return; // More bytes to come decide it.
-    head.verdict = first === joined.headBytes ? joined.element : null;
-    head.pieces = [];
+    if (first === undefined) return true; // More bytes to come decide it.
+    head.pending = head.pending.filter((tail) => {
+      const joined = completePartialRecord(tail.bytes, bytes);
+      if (joined.done) {
+        if (first === joined.headBytes) found.push([tail.id, joined.element]);
+        return false;
+      }
+      return joined.needBytes >= 0 && !complete;
+    });
+    if (head.pending.length === 0) head.pieces = [];
+    return head.pending.length > 0;
   };
   await readFlinkEntries(
     source.checkpoint,
     { ...selection, plan },
     {
       onEntry: (partition, subpartition) => {
-        current = undefined;
-        if (subpartition !== tail.from.subtask) return;
-        let head = heads.get(partition);
-        if (head === undefined) heads.set(partition, (head = { pieces: [], bytes: 0 }));
-        current = head.verdict === undefined ? head : undefined;
+        const key = `${partition}/${subpartition}`;
+        let head = heads.get(key);
+        if (head === undefined) {
+          const pending = tails.filter((t) => t.from.subtask === subpartition);
+          heads.set(key, (head = { pieces: [], pending }));
+        }
+        current = head.pending.length > 0 ? head : undefined;
       },
       onPayload: (chunk) => {
         const head = current;
         if (head === undefined) return;
         head.pieces.push(Buffer.from(chunk));
-        head.bytes += chunk.length;
-        judge(head, false);
-        if (head.verdict !== undefined) current = undefined;
+        if (!judge(head, false)) current = undefined;
       },
     },
     { signal: source.signal, remote: source.remote },
   );
-  const fits: Buffer[] = [];
-  for (const head of heads.values()) {
-    if (head.verdict === undefined) judge(head, true);
-    if (head.verdict instanceof Buffer) fits.push(head.verdict);
-  }
-  return fits;
+  for (const head of heads.values()) if (head.pending.length > 0) judge(head, true);
+  return found;
 }
