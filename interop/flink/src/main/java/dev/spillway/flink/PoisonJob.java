@@ -18,7 +18,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -65,13 +64,7 @@ public final class PoisonJob {
     }
 
     private static Map<String, String> conf(Path tmp, Path checkpoints, Map<String, String> opts) {
-        Map<String, String> conf = new HashMap<>();
-        conf.put("execution.checkpointing.interval", "300 ms");
-        conf.put("execution.checkpointing.unaligned.enabled", "true");
-        conf.put("execution.checkpointing.aligned-checkpoint-timeout", "0 ms");
-        conf.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
-        conf.put("execution.checkpointing.storage", "filesystem");
-        conf.put("execution.checkpointing.dir", checkpoints.toUri().toString());
+        Map<String, String> conf = MiniClusterConf.base(tmp, checkpoints, "300 ms");
         conf.put("execution.checkpointing.data-inline-threshold", opts.getOrDefault("threshold", "0b"));
         conf.put(
                 "execution.checkpointing.unaligned.max-subtasks-per-channel-state-file",
@@ -79,14 +72,6 @@ public final class PoisonJob {
         if (opts.containsKey("file-merging")) {
             conf.put("execution.checkpointing.file-merging.enabled", "true");
         }
-        conf.put("taskmanager.memory.segment-size", "4kb");
-        conf.put("taskmanager.network.memory.buffers-per-channel", "2"); // 1.20 only
-        conf.put("taskmanager.network.memory.floating-buffers-per-gate", "2"); // 1.20 only
-        conf.put("io.tmp.dirs", tmp.toString());
-        conf.put("web.tmpdir", tmp.resolve("web").toString());
-        conf.put("web.upload.dir", tmp.resolve("web-upload").toString());
-        conf.put("rest.bind-port", "0");
-        conf.put("restart-strategy.type", "none");
         return conf;
     }
 

@@ -63,28 +63,15 @@ public final class TypedWriter {
 
     private static void run(Path out, int wanted, Path tmp) throws Exception {
 
-        Map<String, String> conf = new HashMap<>();
-        conf.put("execution.checkpointing.interval", "400 ms");
-        conf.put("execution.checkpointing.unaligned.enabled", "true");
-        conf.put("execution.checkpointing.aligned-checkpoint-timeout", "0 ms");
-        conf.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
-        conf.put("execution.checkpointing.storage", "filesystem");
-        conf.put("execution.checkpointing.dir", out.toUri().toString());
+        Map<String, String> conf = MiniClusterConf.base(tmp, out, "400 ms");
         conf.put("execution.checkpointing.num-retained", "100");
         conf.put("execution.checkpointing.data-inline-threshold", "0b");
-        conf.put("taskmanager.memory.segment-size", "4kb");
-        conf.put("taskmanager.network.memory.buffers-per-channel", "2"); // 1.20 only
-        conf.put("taskmanager.network.memory.floating-buffers-per-gate", "2"); // 1.20 only
         conf.put("taskmanager.network.memory.max-buffers-per-channel", "4"); // 1.20 only
         conf.put("execution.buffer-timeout.interval", "5 ms");
         conf.put("pipeline.auto-watermark-interval", "1 ms");
-        conf.put("io.tmp.dirs", tmp.toString());
-        conf.put("web.tmpdir", tmp.resolve("web").toString());
-        conf.put("web.upload.dir", tmp.resolve("web-upload").toString());
         // A known port: Flink's checkpoint statistics are read from its REST API (PersistedStats).
         int restPort = PersistedStats.freePort();
         conf.put("rest.bind-port", String.valueOf(restPort));
-        conf.put("restart-strategy.type", "none");
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(2, Configuration.fromMap(conf));

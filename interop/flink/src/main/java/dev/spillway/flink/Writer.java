@@ -22,7 +22,6 @@ import java.util.Comparator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -59,13 +58,7 @@ public final class Writer {
                         : Files.createDirectories(Path.of(opts.get("tmp")).toAbsolutePath());
         System.setProperty("java.io.tmpdir", tmp.toString());
 
-        Map<String, String> conf = new HashMap<>();
-        conf.put("execution.checkpointing.interval", "400 ms");
-        conf.put("execution.checkpointing.unaligned.enabled", "true");
-        conf.put("execution.checkpointing.aligned-checkpoint-timeout", "0 ms");
-        conf.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
-        conf.put("execution.checkpointing.storage", "filesystem");
-        conf.put("execution.checkpointing.dir", out.toUri().toString());
+        Map<String, String> conf = MiniClusterConf.base(tmp, out, "400 ms");
         conf.put("execution.checkpointing.num-retained", "100");
         conf.put("execution.checkpointing.data-inline-threshold", opts.getOrDefault("threshold", "0b"));
         conf.put(
@@ -74,21 +67,12 @@ public final class Writer {
         if (opts.containsKey("file-merging")) {
             conf.put("execution.checkpointing.file-merging.enabled", "true");
         }
-        // Small network buffers keep a checkpoint's in-flight data at some KB to a few hundred KB.
-        conf.put("taskmanager.memory.segment-size", "4kb");
-        conf.put("taskmanager.network.memory.buffers-per-channel", "2"); // 1.20 only
-        conf.put("taskmanager.network.memory.floating-buffers-per-gate", "2"); // 1.20 only
         conf.put("taskmanager.network.memory.max-buffers-per-channel", "4"); // 1.20 only
         conf.put("execution.buffer-timeout.interval", "5 ms");
         if (opts.containsKey("watermarks")) {
             // Often, so that watermarks sit between the records in every checkpoint's buffers.
             conf.put("pipeline.auto-watermark-interval", "1 ms");
         }
-        conf.put("io.tmp.dirs", tmp.toString());
-        conf.put("web.tmpdir", tmp.resolve("web").toString());
-        conf.put("web.upload.dir", tmp.resolve("web-upload").toString());
-        conf.put("rest.bind-port", "0");
-        conf.put("restart-strategy.type", "none");
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(2, Configuration.fromMap(conf));
