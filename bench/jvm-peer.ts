@@ -46,22 +46,6 @@ export interface JvmPeerOptions {
 
 /** The ratios and everything behind them. */
 export interface JvmPeerFigures extends PeerFigures {
-  checkpoint: { bytes: number; entries: number; files: number; makeSeconds: number };
-  /** Wall times of each side's process, ms. */
-  recoverAllMs: Spread;
-  jvmExtractMs: Spread;
-  lsMs: Spread;
-  jvmMetadataMs: Spread;
-  /** The JVM's own times from `main` (no JVM start-up): extracting all, loading `_metadata`. */
-  jvmReadMs: Spread;
-  jvmMetadataLoadMs: Spread;
-  /** Peak RSS of each side, the largest over its runs, MiB (null without /usr/bin/time). */
-  peakRssMiB: {
-    recoverAll: number | null;
-    jvmExtract: number | null;
-    ls: number | null;
-    jvmMetadata: number | null;
-  };
   /** The trees of `recover --all` and the JVM held the same files with the same bytes. */
   sameBytes: true;
   pairs: number;

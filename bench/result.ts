@@ -29,6 +29,23 @@ const MIB = 1024 * 1024;
 export interface PeerFigures {
   recoverAllVsJvm: Spread;
   lsVsJvm: Spread;
+  /** The real checkpoint the harness made (bench/jvm-peer.ts). */
+  checkpoint: { bytes: number; entries: number; files: number; makeSeconds: number };
+  /** Wall times of each side's process, ms. */
+  recoverAllMs: Spread;
+  jvmExtractMs: Spread;
+  lsMs: Spread;
+  jvmMetadataMs: Spread;
+  /** The JVM's own times from `main` (no JVM start-up): extracting all, loading `_metadata`. */
+  jvmReadMs: Spread;
+  jvmMetadataLoadMs: Spread;
+  /** Peak RSS of each side, the largest over its runs, MiB (null without /usr/bin/time). */
+  peakRssMiB: {
+    recoverAll: number | null;
+    jvmExtract: number | null;
+    ls: number | null;
+    jvmMetadata: number | null;
+  };
 }
 
 /** The figures `--json` prints. Ratios are {median, min, max} of alternating pairs. */

@@ -236,6 +236,7 @@ function detailRows(d: BenchDetails): [string, string][] {
         `(${d.records.checkpointMiB} MiB, ${d.records.checkpointRecords} records); ` +
         `Tuple3 decode ${fmt(d.records.decodePerSec, '/s')}`,
     ],
+    ['JVM peer', peerRow(d.peer)],
     [
       's3:// vs ranged GET',
       'skipped' in d.remote
@@ -244,6 +245,20 @@ function detailRows(d: BenchDetails): [string, string][] {
           `${fmt(d.remote.throughput.rangedGet, ' MiB/s')}, ${d.remote.objectMiB} MiB through a local s3rver)`,
     ],
   ];
+}
+
+/** `recover --all` and `flink ls` against the JVM: times, the JVM's own read, peak RSS. */
+function peerRow(p: BenchDetails['peer']): string {
+  if ('skipped' in p) return `skipped: ${p.skipped}`;
+  const mib = (v: number | null) => (v === null ? '?' : `${v.toFixed(0)} MiB`);
+  const { peakRssMiB: rss, checkpoint: c } = p;
+  return (
+    `recover --all ${fmt(p.recoverAllMs, ' ms')} vs JVM ${fmt(p.jvmExtractMs, ' ms')} ` +
+    `(its own read ${fmt(p.jvmReadMs, ' ms')}), peak RSS ${mib(rss.recoverAll)} vs ${mib(rss.jvmExtract)}; ` +
+    `flink ls ${fmt(p.lsMs, ' ms')} vs JVM ${fmt(p.jvmMetadataMs, ' ms')} ` +
+    `(its own load ${fmt(p.jvmMetadataLoadMs, ' ms')}), peak RSS ${mib(rss.ls)} vs ${mib(rss.jvmMetadata)}; ` +
+    `real Flink checkpoint ${(c.bytes / 1024 ** 2).toFixed(0)} MiB, ${c.entries} entries, made in ${c.makeSeconds} s`
+  );
 }
 
 /** With `--growth`: one row per state size, task count and channel count. */
