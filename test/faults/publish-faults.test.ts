@@ -6,7 +6,7 @@
  * past the commit point, fully published. The fault seam is handed to the OutputDir as its file
  * seam (`fs`), never installed for the process: what it faults is exactly what was handed it.
  *
- * Every position of a 100-file publish, with and without `--overwrite`; for a 20,000-file one
+ * Every position of a 300-file publish (two turns), with and without `--overwrite`; for a 20,000-file one
  * (79 turns of the synchronous publish) a spread of positions: the first move of each kind,
  * the first of its second turn, the last, and the moves beside the commit point.
  */
@@ -23,11 +23,17 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OutputDir } from '../../src/services/outputs/output-dir.ts';
 import { PUBLISH_LOCK } from '../../src/services/outputs/publish-lock.ts';
+import { SYNC_MOVES_PER_TURN } from '../../src/services/outputs/publish-journal.ts';
 import type { FsOp } from '../../src/services/fs.ts';
 import { FaultSeam } from '../helpers/fault-seam.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 const OPS: readonly FsOp[] = ['link', 'rename', 'unlink'];
+/**
+ * The publish whose every position is faulted: more moves than one turn of the synchronous
+ * publish, so the turn boundary (where a signal's handler may run) is among the positions.
+ */
+const EVERY = SYNC_MOVES_PER_TURN + 44;
 const name = (k: number) => `gate-0-channel-${k}.bin`;
 
 /**
@@ -117,7 +123,7 @@ function isPublished(
   found: Map<string, string>,
   files: number,
 ): string | undefined {
-  const now = snapshot(dir, files <= 100);
+  const now = snapshot(dir, files <= EVERY);
   // A fault on the publish lock's release, past the commit point, leaves the lock behind: its
   // holder (this run's staging dir) is gone, so the next run into DIR removes it as stale.
   const lock = now.get(PUBLISH_LOCK);
@@ -161,10 +167,10 @@ afterAll(() => {
   }
 });
 
-for (const files of [100, 20_000]) {
+for (const files of [EVERY, 20_000]) {
   for (const overwrite of [false, true]) {
     const what = `${files.toLocaleString('en')} files${overwrite ? ', --overwrite' : ''}`;
-    describe(`G10 a fault at ${files === 100 ? 'each' : 'a spread of the'} link/rename/unlink of a ${what} publish`, () => {
+    describe(`G10 a fault at ${files === EVERY ? 'each' : 'a spread of the'} link/rename/unlink of a ${what} publish`, () => {
       it('leaves the dir exactly as found, or fully published past the commit point', async () => {
         const root = await makeTempRoot();
         const tpl = template(join(root, 'new'), files, 'new');
@@ -191,17 +197,17 @@ for (const files of [100, 20_000]) {
               : op === 'link'
                 ? [files]
                 : [1];
-          for (const nth of positions(clean.counts[op], files <= 100, near)) {
+          for (const nth of positions(clean.counts[op], files <= EVERY, near)) {
             tally.runs++;
             const dir = fresh();
-            const found = snapshot(dir, files <= 100);
+            const found = snapshot(dir, files <= EVERY);
             const run = await publish(dir, tpl, files, overwrite, { op, nth });
             if (run.counts[op] < nth) problems.push(`${op} #${nth}: the fault never fired`);
             else if (run.error !== undefined) {
               if (!run.error.message.endsWith('(injected)')) {
                 problems.push(`${op} #${nth}: failed with ${run.error.message}`);
               }
-              const now = snapshot(dir, files <= 100);
+              const now = snapshot(dir, files <= EVERY);
               if (JSON.stringify([...now]) === JSON.stringify([...found])) tally.restored++;
               else problems.push(`${op} #${nth}: failed and the dir is not as found`);
             } else {

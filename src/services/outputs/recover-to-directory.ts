@@ -30,6 +30,7 @@ import type { FlinkCheckpointMetadata } from '../formats/flink/metadata-types.ts
 import type { RecordReport } from '../spill/filtering-spill.ts';
 import { addRecordReports, type RescaleFanOut } from '../spill/fan-out-spill.ts';
 import { recoverFannedOut } from './rescale-fan-out.ts';
+import { runAtMost, SIDES_AT_ONCE } from './run-at-most.ts';
 import { ChannelFileSink } from './channel-files.ts';
 import {
   CHANNEL_FILE_RE,
@@ -209,16 +210,14 @@ export async function recoverIntoDirectory(
         results[i]!.input = { ...share, spillFiles: 0, spilledBytes: 0, entries: 0, durationMs: 0 };
       });
     } else {
+      // Every side's sink in unit order first (the names' order), then the sides two at a
+      // time: one side's fetch overlaps another's drain (alone, a side waits on its I/O).
+      const jobs: (() => Promise<void>)[] = [];
       for (const [u, unit] of units.entries()) {
         const result = results[u]!;
         const staging = unit.dir === '' ? out.stagingDir : join(out.stagingDir, unit.dir);
         if (unit.dir !== '') await fsSeam.mkdir(staging, { recursive: true, mode: 0o700 });
         for (const { side, flink, rescaleSubtask } of unit.sides) {
-          if (options.signal?.aborted === true) {
-            throw new AbortedError('recovery into a directory cancelled', {
-              cause: options.signal.reason,
-            });
-          }
           const sink = new ChannelFileSink(staging, {}, (info) => channelFileName(side, info));
           sinks.push({ sink, side, dir: unit.dir });
           const request: SideRequest = {
@@ -229,14 +228,23 @@ export async function recoverIntoDirectory(
             dir: unit.dir,
             stagingDir: staging,
           };
-          options.onStart?.(request);
-          const recovery = start(request);
-          const report = await recovery.done;
-          await sink.finish();
-          retries += recovery.progress().retries;
-          result[side] = report;
+          jobs.push(async () => {
+            options.onStart?.(request);
+            const recovery = start(request);
+            const report = await recovery.done;
+            await sink.finish();
+            retries += recovery.progress().retries;
+            result[side] = report;
+          });
         }
       }
+      await runAtMost(SIDES_AT_ONCE, jobs, () => {
+        if (options.signal?.aborted === true) {
+          throw new AbortedError('recovery into a directory cancelled', {
+            cause: options.signal.reason,
+          });
+        }
+      });
     }
     const names = sinks.flatMap(({ sink, side, dir }) =>
       sink.channels.map((c) => (dir === '' ? '' : `${dir}/`) + channelFileName(side, c)),
