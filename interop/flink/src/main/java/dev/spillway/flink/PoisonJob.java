@@ -165,7 +165,7 @@ public final class PoisonJob {
         return best;
     }
 
-    private static void deleteTree(Path p) {
+    static void deleteTree(Path p) {
         try (Stream<Path> all = Files.walk(p)) {
             for (Path q : (Iterable<Path>) all.sorted(Comparator.reverseOrder())::iterator) {
                 Files.deleteIfExists(q);
