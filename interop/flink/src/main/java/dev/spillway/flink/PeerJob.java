@@ -16,7 +16,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -61,16 +60,13 @@ public final class PeerJob {
         // Network memory for every channel's buffers on both sides, with room to spare.
         long segments = 2L * p * p * buffers + 4L * p * 64;
         long networkMiB = Math.max(256, (segments * 32 * 1024 * 3 / 2) >> 20);
-        Map<String, String> conf = new HashMap<>();
-        conf.put("execution.checkpointing.interval", "2 s");
+        // The harness's shared keys, then this job's: Flink's own 32 KiB segments (the shared
+        // 4 KiB keep the other jobs' checkpoints small) and many of them per channel.
+        Map<String, String> conf = MiniClusterConf.base(tmp, out, "2 s");
         conf.put("execution.checkpointing.min-pause", "1 s");
-        conf.put("execution.checkpointing.unaligned.enabled", "true");
-        conf.put("execution.checkpointing.aligned-checkpoint-timeout", "0 ms");
-        conf.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
-        conf.put("execution.checkpointing.storage", "filesystem");
-        conf.put("execution.checkpointing.dir", out.toUri().toString());
         conf.put("execution.checkpointing.num-retained", "2");
         conf.put("execution.checkpointing.data-inline-threshold", "0b");
+        conf.put("taskmanager.memory.segment-size", "32kb");
         conf.put("taskmanager.memory.network.min", networkMiB + "m");
         conf.put("taskmanager.memory.network.max", networkMiB + "m");
         conf.put("taskmanager.network.memory.buffers-per-channel", String.valueOf(buffers)); // 1.20
@@ -78,11 +74,6 @@ public final class PeerJob {
         conf.put("taskmanager.network.memory.floating-buffers-per-gate", "64"); // 1.20
         // Full buffers: no periodic flush (it would hand on half-filled buffers).
         conf.put("execution.buffer-timeout.enabled", "false");
-        conf.put("io.tmp.dirs", tmp.toString());
-        conf.put("web.tmpdir", tmp.resolve("web").toString());
-        conf.put("web.upload.dir", tmp.resolve("web-upload").toString());
-        conf.put("rest.bind-port", "0");
-        conf.put("restart-strategy.type", "none");
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(p, Configuration.fromMap(conf));
