@@ -19,12 +19,10 @@ import {
 } from '../errors.ts';
 import { fsSeam } from '../fs.ts';
 import { checkCheckpointSource, type SourceOptions } from '../locations/source.ts';
-import { readFlinkMetadata } from '../formats/flink/metadata.ts';
-import {
-  planFlinkSelection,
-  type FlinkReadPlan,
-  type FlinkSelection,
-  type PlannedFlinkSelection,
+import type {
+  FlinkReadPlan,
+  FlinkSelection,
+  PlannedFlinkSelection,
 } from '../formats/flink/entry-source.ts';
 import type { FlinkCheckpointMetadata } from '../formats/flink/metadata-types.ts';
 import type { RecordReport } from '../spill/filtering-spill.ts';
@@ -285,6 +283,10 @@ async function preflight(options: DirectoryOptions): Promise<PlannedUnit[]> {
     }
     return [{ dir: '', sides: [{ side: 'input' }] }];
   }
+  // Flink's metadata and channel-state readers are loaded for a Flink checkpoint only, as
+  // formats/entries.ts loads them for a recovery: `import('spillway')` does not load them.
+  const { readFlinkMetadata } = await import('../formats/flink/metadata.ts');
+  const { planFlinkSelection } = await import('../formats/flink/entry-source.ts');
   const metadata = await readFlinkMetadata(options.checkpoint, {
     ...(signal !== undefined ? { signal } : {}),
     ...(remote !== undefined ? { remote } : {}),
@@ -332,6 +334,7 @@ async function planAll(
   metadata: FlinkCheckpointMetadata,
   flink: FlinkSelection,
 ): Promise<PlannedUnit[]> {
+  const { planFlinkSelection } = await import('../formats/flink/entry-source.ts');
   const dirs = operatorDirs(metadata.operators);
   const units: PlannedUnit[] = [];
   for (const [k, operator] of metadata.operators.entries()) {

@@ -20,7 +20,7 @@ import type { RecordReport } from './filtering-spill.ts';
 import { FilterSet, addRecordReports, fanOutOf, type RescaleFanOut } from './fan-out-spill.ts';
 import { recordRules, type RescaleOption } from '../rescale/rescale-options.ts';
 import type { RemoteOptions } from '../locations/remote-options.ts';
-import { completeCutTails, type UpstreamSource } from './cut-tails.ts';
+import type { UpstreamSource } from './cut-tails.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from '../rescale/record-parser.ts';
 
 export interface FetchStageInput {
@@ -189,7 +189,9 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
         : {}),
     });
     if (filter !== undefined && flink !== undefined && upstreamOf !== undefined) {
-      // Flink's restore completes a cut tail from the upstream's replayed output state.
+      // Flink's restore completes a cut tail from the upstream's replayed output state. Loaded
+      // here, as the Flink reader is (formats/entries.ts): `import('spillway')` stays small.
+      const { completeCutTails } = await import('./cut-tails.ts');
       await completeCutTails(
         filter.filters,
         filter.filters.map((_, i) => flinkRules?.[i]?.assigned),

@@ -5,7 +5,7 @@
  * stays bounded however large the state. Breaking out of the loop stops the read.
  */
 import { AbortedError, CancelledError, ours } from '../../../errors.ts';
-import { planFlinkSelection, readFlinkEntries, type FlinkKey } from '../entry-source.ts';
+import type { FlinkKey } from '../entry-source.ts';
 import { resolveOperator } from '../metadata.ts';
 import type { FlinkCheckpointMetadata, FlinkOperatorState } from '../metadata-types.ts';
 import type { FlinkPathOptions } from '../paths.ts';
@@ -16,6 +16,12 @@ import type { FlinkElement } from './elements.ts';
 import { ElementSink, type ChannelRead } from './channel-reader.ts';
 import { parseTypeSpec, type FlinkType } from './type-spec.ts';
 import { completePartialRecord, type Completion } from './stitch.ts';
+
+/**
+ * Flink's channel-state reader, loaded when records are first read (as formats/entries.ts loads
+ * it for a recovery), so that `import('spillway')` does not load it.
+ */
+const flinkReader = () => import('../entry-source.ts');
 
 /**
  * What {@link readFlinkRecords} reads.
@@ -224,6 +230,7 @@ class RecordsRead {
       allowPaths: options.allowPaths,
       relocate: options.relocate,
     };
+    const { planFlinkSelection, readFlinkEntries } = await flinkReader();
     await readFlinkEntries(
       options.checkpoint,
       options.metadata === undefined
@@ -348,6 +355,7 @@ async function readUpstreamCompletion(
   if (upstreamSubtask >= upstream.parallelism) return undefined;
   const heads = new Map<number, { pieces: Buffer[]; bytes: number; result?: Completion }>();
   let current: { pieces: Buffer[]; bytes: number; result?: Completion } | undefined;
+  const { readFlinkEntries } = await flinkReader();
   await readFlinkEntries(
     options.checkpoint,
     {
