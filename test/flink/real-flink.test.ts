@@ -9,7 +9,7 @@
  *
  * Maven's first run downloads Flink's jars (~160 MB into ~/.m2); later runs are offline-fast.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -32,29 +32,15 @@ import {
   readExpectedLs,
   withFlinkTotals,
 } from '../helpers/flink-expected.ts';
-import { repoRoot } from '../helpers/processes.ts';
+import { harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
 import { WRITER_UPSTREAM_BY_GATE } from '../helpers/cut-completions.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
 const run = promisify(execFile);
-const harnessDir = join(repoRoot, 'interop', 'flink');
-
-function onPath(command: string, args: string[]): boolean {
-  const r = spawnSync(command, args, { stdio: 'ignore' });
-  return r.error === undefined && r.status === 0;
-}
-
-const missing = [
-  ...(onPath('java', ['-version']) ? [] : ['java']),
-  ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
-];
-if (missing.length > 0) {
-  console.log(
-    `real-flink: skipped, ${missing.join(' and ')} not on PATH (the committed fixtures in ` +
-      'test/fixtures/flink/ are checked without them)',
-  );
-}
-const suite = missing.length === 0 ? describe : describe.skip;
+const suite = harnessSuite(
+  'real-flink',
+  ' (the committed fixtures in test/fixtures/flink/ are checked without them)',
+);
 
 /** The releases the harness builds: Maven profile, and the metadata version each writes. */
 const RELEASES = [

@@ -17,7 +17,7 @@
  * fixed). The job has no watermarks (its source emits none), so none is compared. Without java
  * or mvn the suite is skipped with a printed reason.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,25 +26,12 @@ import { keyHash } from '../../src/services/formats/flink/stream-element.ts';
 import { operatorForKeyHash } from '../../src/services/rescale/key-groups.ts';
 import { rangeOldSubtasks } from '../../src/services/formats/flink/old-subtasks.ts';
 import { runCli } from '../e2e/harness.ts';
-import { repoRoot } from '../helpers/processes.ts';
+import { harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
 const run = promisify(execFile);
-const harnessDir = join(repoRoot, 'interop', 'flink');
 const MiB = 1 << 20;
-
-function onPath(command: string, args: string[]): boolean {
-  const r = spawnSync(command, args, { stdio: 'ignore' });
-  return r.error === undefined && r.status === 0;
-}
-const missing = [
-  ...(onPath('java', ['-version']) ? [] : ['java']),
-  ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
-];
-if (missing.length > 0) {
-  console.log(`rescale-real-flink: skipped, ${missing.join(' and ')} not on PATH`);
-}
-const suite = missing.length === 0 ? describe : describe.skip;
+const suite = harnessSuite('rescale-real-flink');
 
 const RELEASES = ['flink1', 'flink2'] as const;
 const PARALLELISMS = [2, 3, 5];

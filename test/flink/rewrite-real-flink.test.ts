@@ -18,7 +18,7 @@
  * inline + file-merging; SPILLWAY_FLINK_VARIANTS=file,inline,merging runs those for both.
  * Without java or mvn the suite is skipped with a printed reason.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -29,24 +29,11 @@ import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/r
 import { runCli } from '../e2e/harness.ts';
 import { listFlinkFixtures } from '../helpers/flink-expected.ts';
 import { cutFrames, readChannel } from '../helpers/flink-rewrite.ts';
-import { repoRoot } from '../helpers/processes.ts';
+import { harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
 const run = promisify(execFile);
-const harnessDir = join(repoRoot, 'interop', 'flink');
-
-function onPath(command: string, args: string[]): boolean {
-  const r = spawnSync(command, args, { stdio: 'ignore' });
-  return r.error === undefined && r.status === 0;
-}
-const missing = [
-  ...(onPath('java', ['-version']) ? [] : ['java']),
-  ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
-];
-if (missing.length > 0) {
-  console.log(`rewrite-real-flink: skipped, ${missing.join(' and ')} not on PATH`);
-}
-const suite = missing.length === 0 ? describe : describe.skip;
+const suite = harnessSuite('rewrite-real-flink');
 
 const RELEASES = [
   { profile: 'flink1', flink: '1.20.x', fixtures: '1.20.5-', metadataVersion: 4 },
