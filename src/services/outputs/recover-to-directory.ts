@@ -284,7 +284,7 @@ async function preflight(options: DirectoryOptions): Promise<PlannedUnit[]> {
     return [{ dir: '', sides: [{ side: 'input' }] }];
   }
   // Flink's metadata and channel-state readers are loaded for a Flink checkpoint only, as
-  // formats/entries.ts loads them for a recovery: `import('spillway')` does not load them.
+  // formats/entries.ts loads them for a recovery: importing the package does not load them.
   const { readFlinkMetadata } = await import('../formats/flink/metadata.ts');
   const { planFlinkSelection } = await import('../formats/flink/entry-source.ts');
   const metadata = await readFlinkMetadata(options.checkpoint, {

@@ -190,7 +190,7 @@ export async function fetchToSpill(input: FetchStageInput): Promise<FetchStageRe
     });
     if (filter !== undefined && flink !== undefined && upstreamOf !== undefined) {
       // Flink's restore completes a cut tail from the upstream's replayed output state. Loaded
-      // here, as the Flink reader is (formats/entries.ts): `import('spillway')` stays small.
+      // here, as the Flink reader is (formats/entries.ts): importing the package stays small.
       const { completeCutTails } = await import('./cut-tails.ts');
       await completeCutTails(
         filter.filters,

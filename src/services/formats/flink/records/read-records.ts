@@ -19,7 +19,7 @@ import { completePartialRecord, type Completion } from './stitch.ts';
 
 /**
  * Flink's channel-state reader, loaded when records are first read (as formats/entries.ts loads
- * it for a recovery), so that `import('spillway')` does not load it.
+ * it for a recovery), so that importing the package does not load it.
  */
 const flinkReader = () => import('../entry-source.ts');
 
