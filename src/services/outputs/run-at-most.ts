@@ -3,7 +3,7 @@
  * the ones in flight are awaited (their sinks are still open: nothing may be discarded under
  * them) and the first cause is thrown, later ones in its `.suppressed`.
  */
-import { addSuppressed } from '../errors.ts';
+import { ErrorCollector } from '../errors.ts';
 
 /** How many sides of `recover --all` run at once: one's fetch overlaps another's drain. */
 export const SIDES_AT_ONCE = 2;
@@ -21,25 +21,18 @@ export async function runAtMost(
   beforeEach: () => void,
 ): Promise<void> {
   let next = 0;
-  let first: unknown;
-  let failed = false;
-  const fail = (e: unknown) => {
-    if (!failed) {
-      failed = true;
-      first = e;
-    } else if (first instanceof Error && e !== first) addSuppressed(first, e);
-  };
+  const errors = new ErrorCollector();
   const lane = async () => {
-    while (!failed && next < jobs.length) {
+    while (errors.error === undefined && next < jobs.length) {
       const job = jobs[next++]!;
       try {
         beforeEach();
         await job();
       } catch (e) {
-        fail(e);
+        errors.add(e);
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, jobs.length) }, lane));
-  if (failed) throw first;
+  errors.throwIfAny();
 }
