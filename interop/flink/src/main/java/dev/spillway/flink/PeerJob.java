@@ -10,13 +10,10 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -100,7 +97,7 @@ public final class PeerJob {
         Path kept = newestLarge(out, minBytes);
         if (kept == null) throw new IllegalStateException(chosen + " is gone after the cancel");
         chosen = kept;
-        for (Path c : checkpointDirs(out)) if (!c.equals(chosen)) deleteTree(c);
+        for (Path c : RetainedCheckpoints.all(out)) if (!c.equals(chosen)) deleteTree(c);
         System.out.println("CHECKPOINT " + chosen + " " + size(chosen));
         System.out.flush();
         if (ownTmp) deleteTree(tmp);
@@ -113,7 +110,7 @@ public final class PeerJob {
         long deadline = System.currentTimeMillis() + timeoutMs;
         long largest = 0;
         while (System.currentTimeMillis() < deadline) {
-            for (Path c : checkpointDirs(out)) {
+            for (Path c : RetainedCheckpoints.all(out)) {
                 if (!Files.isRegularFile(c.resolve("_metadata"))) continue;
                 long n = size(c);
                 if (n >= minBytes) return c;
@@ -128,25 +125,14 @@ public final class PeerJob {
     private static Path newestLarge(Path out, long minBytes) throws IOException {
         Path best = null;
         long bestN = -1;
-        for (Path c : checkpointDirs(out)) {
-            long n = Long.parseLong(c.getFileName().toString().substring(4));
+        for (Path c : RetainedCheckpoints.all(out)) {
+            long n = RetainedCheckpoints.number(c);
             if (n > bestN && Files.isRegularFile(c.resolve("_metadata")) && size(c) >= minBytes) {
                 best = c;
                 bestN = n;
             }
         }
         return best;
-    }
-
-    private static List<Path> checkpointDirs(Path out) throws IOException {
-        List<Path> found = new ArrayList<>();
-        try (Stream<Path> jobs = Files.list(out)) {
-            for (Path job : (Iterable<Path>) jobs::iterator) {
-                File[] chks = job.toFile().listFiles((d, n) -> n.startsWith("chk-"));
-                if (chks != null) for (File c : chks) found.add(c.toPath());
-            }
-        }
-        return found;
     }
 
     private static long size(Path dir) throws IOException {

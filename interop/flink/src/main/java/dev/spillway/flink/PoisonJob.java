@@ -4,7 +4,6 @@ import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
@@ -12,7 +11,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -104,7 +102,7 @@ public final class PoisonJob {
         } catch (Exception e) {
             failure = rootMessage(e);
         }
-        Path newest = newestCompleted(out);
+        Path newest = RetainedCheckpoints.newestCompleted(out);
         if (newest == null) throw new IllegalStateException("no completed checkpoint under " + out);
         System.out.println("CHECKPOINT " + newest);
         System.out.println("FAILED " + failure);
@@ -146,25 +144,6 @@ public final class PoisonJob {
         return (t.getClass().getSimpleName() + ": " + t.getMessage()).replace('\n', ' ');
     }
 
-    static Path newestCompleted(Path out) throws IOException {
-        Path best = null;
-        long bestN = -1;
-        try (Stream<Path> jobs = Files.list(out)) {
-            for (Path job : (Iterable<Path>) jobs::iterator) {
-                File[] chks = job.toFile().listFiles((d, n) -> n.startsWith("chk-"));
-                if (chks == null) continue;
-                for (File c : chks) {
-                    long n = Long.parseLong(c.getName().substring(4));
-                    if (new File(c, "_metadata").isFile() && n > bestN) {
-                        bestN = n;
-                        best = c.toPath();
-                    }
-                }
-            }
-        }
-        return best;
-    }
-
     static void deleteTree(Path p) {
         try (Stream<Path> all = Files.walk(p)) {
             for (Path q : (Iterable<Path>) all.sorted(Comparator.reverseOrder())::iterator) {
@@ -189,13 +168,6 @@ public final class PoisonJob {
         public Tuple2<Long, String> map(Long n) throws Exception {
             if (slow && n > poison + 200) Thread.sleep(20);
             return Tuple2.of(n % 97, n == poison ? "poison" : "r" + n);
-        }
-    }
-
-    static final class FirstField implements KeySelector<Tuple2<Long, String>, Long> {
-        @Override
-        public Long getKey(Tuple2<Long, String> value) {
-            return value.f0;
         }
     }
 

@@ -4,7 +4,6 @@ import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
@@ -82,12 +81,12 @@ public final class RescaleJob {
         long deadline = System.nanoTime() + 120_000_000_000L;
         Path newest = null;
         while (System.nanoTime() < deadline) {
-            newest = PoisonJob.newestCompleted(out);
-            if (newest != null && Long.parseLong(newest.getFileName().toString().substring(4)) >= 2) break;
+            newest = RetainedCheckpoints.newestCompleted(out);
+            if (newest != null && RetainedCheckpoints.number(newest) >= 2) break;
             Thread.sleep(100);
         }
         client.cancel().get();
-        newest = PoisonJob.newestCompleted(out);
+        newest = RetainedCheckpoints.newestCompleted(out);
         if (newest == null) throw new IllegalStateException("no completed checkpoint under " + out);
         System.out.println("CHECKPOINT " + newest);
     }
@@ -124,13 +123,6 @@ public final class RescaleJob {
         @Override
         public Tuple2<Long, String> map(Long n) {
             return Tuple2.of(n % 97, (restored ? "n" : "r") + n);
-        }
-    }
-
-    static final class FirstField implements KeySelector<Tuple2<Long, String>, Long> {
-        @Override
-        public Long getKey(Tuple2<Long, String> value) {
-            return value.f0;
         }
     }
 

@@ -18,7 +18,6 @@ import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 import org.apache.flink.util.Collector;
 
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -91,8 +90,8 @@ public final class TypedWriter {
             }
             Thread.sleep(100);
             // Flink's statistics of each completed checkpoint, read while the job runs.
-            for (Path p : completed(out)) {
-                long n = Long.parseLong(p.getFileName().toString().substring(4));
+            for (Path p : RetainedCheckpoints.completed(out)) {
+                long n = RetainedCheckpoints.number(p);
                 if (stats.containsKey(n)) continue;
                 Map<String, Object> s = PersistedStats.read(restPort, jobId, vertices, n);
                 if (s != null) stats.put(n, s);
@@ -108,14 +107,14 @@ public final class TypedWriter {
         // has none, and goes).
         Path newest = null;
         long newestN = -1;
-        for (Path p : completed(out)) {
-            long n = Long.parseLong(p.getFileName().toString().substring(4));
+        for (Path p : RetainedCheckpoints.completed(out)) {
+            long n = RetainedCheckpoints.number(p);
             if (n > newestN && stats.containsKey(n)) {
                 newestN = n;
                 newest = p;
             }
         }
-        for (Path p : completed(out)) if (!p.equals(newest)) deleteTree(p);
+        for (Path p : RetainedCheckpoints.completed(out)) if (!p.equals(newest)) deleteTree(p);
         Path statsFile = out.resolve("flink-stats.json");
         Files.writeString(statsFile, Json.write(stats.get(newestN)));
         System.out.println("STATS " + statsFile);
@@ -223,18 +222,6 @@ public final class TypedWriter {
             Thread.sleep(2);
             if (++seen % 1_000_000 == 0) out.collect(seen); // almost never: the sink prints nothing
         }
-    }
-
-    private static List<Path> completed(Path out) throws IOException {
-        List<Path> found = new ArrayList<>();
-        try (Stream<Path> jobs = Files.list(out)) {
-            for (Path job : (Iterable<Path>) jobs::iterator) {
-                File[] chks = job.toFile().listFiles((d, n) -> n.startsWith("chk-"));
-                if (chks == null) continue;
-                for (File c : chks) if (new File(c, "_metadata").isFile()) found.add(c.toPath());
-            }
-        }
-        return found;
     }
 
     private static void deleteTree(Path p) throws IOException {

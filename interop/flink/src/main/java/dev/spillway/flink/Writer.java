@@ -5,7 +5,6 @@ import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
@@ -14,15 +13,12 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
 
-import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.NoSuchFileException;
 import java.util.Comparator;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -103,7 +99,7 @@ public final class Writer {
         } catch (Exception cancelled) {
             // expected: the job ends cancelled
         }
-        Path newest = newestCompleted(out);
+        Path newest = RetainedCheckpoints.newestCompleted(out);
         int taken = count(out);
         if (newest == null) {
             throw new IllegalStateException("no completed checkpoint under " + out);
@@ -111,7 +107,7 @@ public final class Writer {
         if (!opts.containsKey("keep-all")) {
             // Only the newest checkpoint is kept: its exclusive files are all in its chk-N dir,
             // so the older chk-N dirs are not needed to read it (a fixture stays small).
-            for (Path p : completed(out)) {
+            for (Path p : RetainedCheckpoints.completed(out)) {
                 if (!p.equals(newest)) deleteTree(p);
             }
         }
@@ -181,7 +177,7 @@ public final class Writer {
         while (System.currentTimeMillis() < deadline) {
             if (count(out) >= wanted) {
                 Thread.sleep(200); // let the last _metadata finish being written
-                return newestCompleted(out);
+                return RetainedCheckpoints.newestCompleted(out);
             }
             Thread.sleep(100);
         }
@@ -189,34 +185,7 @@ public final class Writer {
     }
 
     private static int count(Path out) throws IOException {
-        return completed(out).size();
-    }
-
-    static Path newestCompleted(Path out) throws IOException {
-        Path best = null;
-        long bestN = -1;
-        for (Path p : completed(out)) {
-            long n = Long.parseLong(p.getFileName().toString().substring(4));
-            if (n > bestN) {
-                bestN = n;
-                best = p;
-            }
-        }
-        return best;
-    }
-
-    private static List<Path> completed(Path out) throws IOException {
-        List<Path> found = new ArrayList<>();
-        try (Stream<Path> jobs = Files.list(out)) {
-            for (Path job : (Iterable<Path>) jobs::iterator) {
-                File[] chks = job.toFile().listFiles((d, n) -> n.startsWith("chk-"));
-                if (chks == null) continue;
-                for (File c : chks) {
-                    if (new File(c, "_metadata").isFile()) found.add(c.toPath());
-                }
-            }
-        }
-        return found;
+        return RetainedCheckpoints.completed(out).size();
     }
 
     /** Sequence number to a record whose key (first field) is a Long spread over many key groups. */
@@ -230,13 +199,6 @@ public final class Writer {
         @Override
         public Tuple2<Long, String> map(Long n) {
             return Tuple2.of((n * 7919L) % 1000L, tag + n);
-        }
-    }
-
-    static final class FirstField implements KeySelector<Tuple2<Long, String>, Long> {
-        @Override
-        public Long getKey(Tuple2<Long, String> value) {
-            return value.f0;
         }
     }
 
