@@ -23,6 +23,14 @@ function onPath(command: string, args: string[]): boolean {
   return r.error === undefined && r.status === 0;
 }
 
+/** Which of java and mvn are not on PATH (empty when the harness can be built and run). */
+export function missingJvmTools(): string[] {
+  return [
+    ...(onPath('java', ['-version']) ? [] : ['java']),
+    ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
+  ];
+}
+
 /**
  * Why the phase cannot run here, or undefined when it can: java and mvn on PATH, the harness's
  * sources present, and not switched off with SPILLWAY_BENCH_JVM=0.
@@ -35,10 +43,7 @@ function onPath(command: string, args: string[]): boolean {
 export function whyNoJvm(): string | undefined {
   if (process.env.SPILLWAY_BENCH_JVM === '0') return 'SPILLWAY_BENCH_JVM=0';
   if (!existsSync(join(harnessDir(), 'pom.xml'))) return `no harness at ${harnessDir()}`;
-  const missing = [
-    ...(onPath('java', ['-version']) ? [] : ['java']),
-    ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
-  ];
+  const missing = missingJvmTools();
   return missing.length > 0 ? `${missing.join(' and ')} not on PATH` : undefined;
 }
 

@@ -3,26 +3,13 @@
  * run it. A suite that needs it runs only when `java` and `mvn` are on PATH and otherwise skips
  * with one printed line saying which is missing (nothing outside the repo is needed by a test).
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe } from 'vitest';
+import { missingJvmTools } from '../../bench/jvm-harness.ts';
 import { repoRoot } from './processes.ts';
 
 /** interop/flink: the Maven project of the Java programs (build.sh, run.sh). */
 export const harnessDir = join(repoRoot, 'interop', 'flink');
-
-function onPath(command: string, args: string[]): boolean {
-  const r = spawnSync(command, args, { stdio: 'ignore' });
-  return r.error === undefined && r.status === 0;
-}
-
-/** Which of java and mvn are not on PATH (empty when the harness can run). */
-export function missingHarnessTools(): string[] {
-  return [
-    ...(onPath('java', ['-version']) ? [] : ['java']),
-    ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
-  ];
-}
 
 /**
  * `describe` when the harness can run; otherwise `describe.skip`, having printed
@@ -35,7 +22,7 @@ export function missingHarnessTools(): string[] {
  * ```
  */
 export function harnessSuite(name: string, why = ''): typeof describe | typeof describe.skip {
-  const missing = missingHarnessTools();
+  const missing = missingJvmTools();
   if (missing.length === 0) return describe;
   console.log(`${name}: skipped, ${missing.join(' and ')} not on PATH${why}`);
   return describe.skip;

@@ -10,7 +10,7 @@
  * input tail and upstream head. On the committed fixtures always; on freshly written ones when
  * java and mvn are on PATH (else skipped with a printed reason).
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -19,7 +19,7 @@ import { compareWithRecordsOracle, typedFixtures } from '../../helpers/flink-rec
 import { FLINK_FIXTURES_DIR } from '../../helpers/flink-expected.ts';
 import { persistedRows, readPersistedStats } from '../../helpers/flink-persisted.ts';
 import { listFlinkCheckpoint } from '../../../src/index.ts';
-import { repoRoot } from '../../helpers/processes.ts';
+import { harnessDir, harnessSuite } from '../../helpers/flink-harness.ts';
 import { removeDir, tempDir } from '../../helpers/temp.ts';
 
 const fixtures = typedFixtures(join(FLINK_FIXTURES_DIR, 'typed'));
@@ -41,60 +41,47 @@ describe('flink records equals Flink’s own reading (committed typed fixtures)'
 });
 
 const run = promisify(execFile);
-const onPath = (command: string, args: string[]): boolean => {
-  const r = spawnSync(command, args, { stdio: 'ignore' });
-  return r.error === undefined && r.status === 0;
-};
-const missing = [
-  ...(onPath('java', ['-version']) ? [] : ['java']),
-  ...(onPath('mvn', ['-v']) ? [] : ['mvn']),
-];
-if (missing.length > 0) {
-  console.log(
-    `typed real-flink: skipped, ${missing.join(' and ')} not on PATH (the committed typed fixtures are checked without them)`,
-  );
-}
-
-describe.runIf(missing.length === 0)(
-  'flink records equals Flink’s own reading (fresh checkpoints)',
-  () => {
-    const made: string[] = [];
-    afterAll(async () => {
-      for (const dir of made) await removeDir(dir);
-    });
-    for (const profile of ['flink1', 'flink2']) {
-      it(`${profile}: a fresh TypedWriter checkpoint, read by Spillway and by Flink`, async () => {
-        const dir = await tempDir();
-        made.push(dir);
-        const harness = join(repoRoot, 'interop', 'flink');
-        const started = Date.now();
-        const { stdout } = await run(
-          join(harness, 'run.sh'),
-          [profile, 'TypedWriter', '--out', join(dir, 'ckpt')],
-          { maxBuffer: 1 << 24 },
-        );
-        const chk = /^CHECKPOINT (.+)$/m.exec(stdout)![1]!;
-        await run(
-          join(harness, 'run.sh'),
-          [profile, 'RecordsOracle', '--checkpoint', chk, '--expected', join(dir, 'expected')],
-          {
-            env: { ...process.env, SPILLWAY_FLINK_NO_BUILD: '1' },
-          },
-        );
-        console.log(
-          `typed ${profile}: Flink wrote and read in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-        );
-        const counts = await compareWithRecordsOracle(chk, join(dir, 'expected'));
-        console.log(`typed ${profile} (fresh): ${JSON.stringify(counts)}`);
-        expect(counts.record).toBeGreaterThan(100);
-        expect(await readdir(dir)).toEqual(expect.arrayContaining(['ckpt', 'expected']));
-        // The same run's Flink statistics: flink ls equals the persisted bytes per subtask.
-        const stats = readPersistedStats(join(dir, 'ckpt', 'flink-stats.json'));
-        const rows = persistedRows(stats, await listFlinkCheckpoint(chk));
-        expect(rows.length).toBeGreaterThan(0);
-        for (const row of rows)
-          expect(row.ls, `${row.vertex} subtask ${row.subtask}`).toBe(row.flink);
-      }, 300_000);
-    }
-  },
+const suite = harnessSuite(
+  'typed real-flink',
+  ' (the committed typed fixtures are checked without them)',
 );
+
+suite('flink records equals Flink’s own reading (fresh checkpoints)', () => {
+  const made: string[] = [];
+  afterAll(async () => {
+    for (const dir of made) await removeDir(dir);
+  });
+  for (const profile of ['flink1', 'flink2']) {
+    it(`${profile}: a fresh TypedWriter checkpoint, read by Spillway and by Flink`, async () => {
+      const dir = await tempDir();
+      made.push(dir);
+      const started = Date.now();
+      const { stdout } = await run(
+        join(harnessDir, 'run.sh'),
+        [profile, 'TypedWriter', '--out', join(dir, 'ckpt')],
+        { maxBuffer: 1 << 24 },
+      );
+      const chk = /^CHECKPOINT (.+)$/m.exec(stdout)![1]!;
+      await run(
+        join(harnessDir, 'run.sh'),
+        [profile, 'RecordsOracle', '--checkpoint', chk, '--expected', join(dir, 'expected')],
+        {
+          env: { ...process.env, SPILLWAY_FLINK_NO_BUILD: '1' },
+        },
+      );
+      console.log(
+        `typed ${profile}: Flink wrote and read in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      );
+      const counts = await compareWithRecordsOracle(chk, join(dir, 'expected'));
+      console.log(`typed ${profile} (fresh): ${JSON.stringify(counts)}`);
+      expect(counts.record).toBeGreaterThan(100);
+      expect(await readdir(dir)).toEqual(expect.arrayContaining(['ckpt', 'expected']));
+      // The same run's Flink statistics: flink ls equals the persisted bytes per subtask.
+      const stats = readPersistedStats(join(dir, 'ckpt', 'flink-stats.json'));
+      const rows = persistedRows(stats, await listFlinkCheckpoint(chk));
+      expect(rows.length).toBeGreaterThan(0);
+      for (const row of rows)
+        expect(row.ls, `${row.vertex} subtask ${row.subtask}`).toBe(row.flink);
+    }, 300_000);
+  }
+});
