@@ -7,10 +7,14 @@
  * TupleSerializer(Long, String), each gate's upstream read off Flink's job graph): values with
  * 64-bit integers exact, timestamps, kinds (records, watermarks), partial heads at the start of
  * output subpartitions with their bytes, input tails joined to the head of the upstream feeding
- * that gate. `spillway flink records` (the CLI on dist/) prints the same lines on one fixture.
+ * that gate; with stitching off each joined record is instead a partial tail of exactly the bytes
+ * the input channel holds of it. `spillway flink records` (the CLI on dist/) prints the same lines
+ * on one fixture.
  * Reads the committed `records/` trees only: no java needed.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readFlinkRecords } from '../../../src/index.ts';
+import { toJson } from '../../../src/services/formats/flink/records/json.ts';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -87,6 +91,54 @@ describe('flink records equals Flink’s own reading on the committed Writer fix
         counts.head,
       );
       if (c.name.endsWith('watermarks')) expect(counts.watermark).toBeGreaterThan(0);
+    });
+
+    it(`${c.name}: stitching off, each joined record is a partial tail of the bytes the channel holds`, async () => {
+      const [p] = JSON.parse(
+        readFileSync(join(c.records, 'types.json'), 'utf8'),
+      ) as OraclePipeline[];
+      const oracle = readRecordsOracle(c.records);
+      let tails = 0;
+      for (const subtask of [0, 1, 2]) {
+        const mine = new Map<string, Record<string, unknown>[]>();
+        for await (const e of readFlinkRecords({
+          checkpoint: c.checkpoint,
+          operator: p!.downstream!,
+          subtask,
+          type: 'Tuple2<Long,String>',
+          stitch: false,
+          relocate: c.relocate,
+        })) {
+          const key = channelOf(e as unknown as Record<string, unknown>);
+          mine.set(key, [
+            ...(mine.get(key) ?? []),
+            parseExact(toJson(e)) as Record<string, unknown>,
+          ]);
+        }
+        for (const [key, list] of mine) {
+          const want = oracle.get(key)! as Record<string, unknown>[];
+          expect(list.length, key).toBe(want.length);
+          list.forEach((e, i) => {
+            const w = want[i]!;
+            if (w.stitched === undefined) {
+              expect(sortedText(e), `${key} element ${i}`).toBe(sortedText(w));
+              return;
+            }
+            // Flink's element: [int32 length][bytes]; the upstream holds stitched.bytes of it.
+            const whole = 4 + Number((w.bytes as { n: string }).n);
+            const head = Number(((w.stitched as Record<string, unknown>).bytes as { n: string }).n);
+            expect(i, `${key}: the cut record is the channel's last element`).toBe(list.length - 1);
+            expect(e.kind).toBe('partial');
+            expect(e.end).toBe('tail');
+            const piece = Buffer.from(e.value as string, 'base64');
+            expect(piece.length, key).toBe(whole - head);
+            expect(Number((e.bytes as { n: string }).n), key).toBe(whole - head);
+            if (piece.length >= 4) expect(piece.readInt32BE(0), key).toBe(whole - 4);
+            tails++;
+          });
+        }
+      }
+      expect(tails).toBeGreaterThan(0);
     });
   }
 });
