@@ -70,8 +70,13 @@ public final class RecordsOracle {
         if (!job.equals("typed") && !job.equals("writer")) {
             throw new IllegalArgumentException("--job is typed or writer, not " + job);
         }
-        new RecordsOracle().run(chk, expected, job.equals("writer"));
+        write(chk, expected, job.equals("writer"));
         System.err.printf("records oracle: %.1f s%n", (System.nanoTime() - started) / 1e9);
+    }
+
+    /** Writes `records.jsonl` and `types.json` for the checkpoint `chk` into `expected`. */
+    static void write(Path chk, Path expected, boolean writerJob) throws Exception {
+        new RecordsOracle().run(chk, expected, writerJob);
     }
 
     private final SpillwayEntryReader reader = new SpillwayEntryReader();
