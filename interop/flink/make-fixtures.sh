@@ -2,7 +2,8 @@
 # Remakes the committed real-Flink fixtures under test/fixtures/flink/ (see its README.md).
 #   ./make-fixtures.sh [NAME...]    NAME = <release>-<variant>, e.g. 1.20.5-file; default: all
 # Each fixture: the retained checkpoint the Writer left (<job-id>/chk-N/..., older chk-N removed),
-# expected/ from the Oracle (Flink's own reading), and fixture.json.
+# expected/ from the Oracle (Flink's own reading), fixture.json, and records/ from RecordsOracle
+# (every element as Flink deserializes it; make-records-oracle.sh remakes only that part).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -50,6 +51,8 @@ for name in $names; do
 }
 JSON
   rm -rf "$work/$name"
+  # Flink's reading of every element (RecordsOracle --job writer) into $dest/records/.
+  "$here/make-records-oracle.sh" "$name"
   echo "$name: $(du -sh "$dest" | cut -f1)"
 done
 rmdir "$work" 2>/dev/null || true

@@ -6,6 +6,7 @@ import { keyFromArgs, upstreamFromArgs } from './flink-arg.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { reportError } from './errors.ts';
 import type { Io } from './io.ts';
+import { LineOutput } from './line-output.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 
 export const usage = `usage: spillway flink records CHECKPOINT --operator OP --subtask N [--output-state]
@@ -66,27 +67,9 @@ function list(v: unknown): string[] {
   return Array.isArray(v) ? (v as string[]) : typeof v === 'string' ? [v] : [];
 }
 
-/** Writes text to stdout, waiting while its buffer is full (a slow pipe bounds memory). */
-async function write(io: Io, text: string): Promise<void> {
-  if (io.out.write(text)) return;
-  const out = io.out as NodeJS.WritableStream & { destroyed?: boolean };
-  if (out.destroyed === true) return;
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      io.out.off('drain', done);
-      io.out.off('close', done);
-      io.out.off('error', done);
-      resolve();
-    };
-    io.out.on('drain', done);
-    io.out.on('close', done);
-    io.out.on('error', done);
-  });
-}
-
 export async function run(argv: string[], io: Io): Promise<number> {
   const json = argv.includes('--json');
-  let batch = '';
+  const output = new LineOutput(io);
   try {
     const { values, positionals } = parse(argv, options, 1);
     if (values.help) {
@@ -130,18 +113,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const lines = new ElementLines(type === undefined);
     let n = 0;
     for await (const element of elements) {
-      batch += lines.line(element);
-      if (batch.length >= 64 * 1024) {
-        await write(io, batch);
-        batch = '';
-      }
+      const full = output.add(lines.line(element));
+      if (full !== undefined) await full;
       if (++n >= limit) break;
     }
-    if (batch !== '') await write(io, batch);
+    await output.flush();
     return 0;
   } catch (error) {
     // The elements read before the failure are printed, then the one line about it.
-    if (batch !== '') await write(io, batch);
+    await output.flush();
     return reportError(io, error, 'flink records', json);
   }
 }

@@ -4,7 +4,8 @@
  * write retained unaligned checkpoints under backpressure into a temp dir, have Flink's own
  * classes read them (the Oracle: expected/ tree), then check `spillway flink ls --json`,
  * `spillway recover --operator --subtask [--output-state]` and `--rescale I/P --key long` against
- * Flink's reading byte for byte. Without java or mvn the suite is skipped with a printed reason;
+ * Flink's reading byte for byte, and `readFlinkRecords` with the job's type against RecordsOracle's
+ * reading (the same Oracle JVM: `--records`) element for element. Without java or mvn the suite is skipped with a printed reason;
  * the committed fixtures (test/fixtures/flink/) cover those machines.
  *
  * Maven's first run downloads Flink's jars (~160 MB into ~/.m2); later runs are offline-fast.
@@ -33,6 +34,7 @@ import {
   withFlinkTotals,
 } from '../helpers/flink-expected.ts';
 import { harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
+import { compareWithRecordsOracle } from '../helpers/flink-records-oracle.ts';
 import { WRITER_UPSTREAM_BY_GATE } from '../helpers/cut-completions.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
@@ -143,7 +145,7 @@ for (const release of RELEASES) {
           checkpoint = m[1]!;
           expected = join(root, 'expected');
           t0 = performance.now();
-          await run(
+          const oracle = await run(
             'java',
             [
               '-cp',
@@ -153,11 +155,15 @@ for (const release of RELEASES) {
               checkpoint,
               '--expected',
               expected,
+              '--records',
+              join(root, 'records'),
             ],
             { maxBuffer: 16 << 20 },
           );
+          // Of which RecordsOracle (--records, same JVM) took the time it prints.
+          const records = /records oracle: ([\d.]+) s/.exec(oracle.stderr)?.[1] ?? '?';
           console.log(
-            `real-flink ${release.profile} ${variant}: writer ${writerTime} s, oracle ${seconds(t0)} s`,
+            `real-flink ${release.profile} ${variant}: writer ${writerTime} s, oracle ${seconds(t0)} s (records oracle ${records} s)`,
           );
         }, 300_000);
 
@@ -176,6 +182,17 @@ for (const release of RELEASES) {
             subtasks: Array<{ delegates: string[] }>;
           };
           expect(handles.subtasks.flatMap((h) => h.delegates)).toContain(VARIANT_DELEGATE[variant]);
+        });
+
+        it('flink records --type Tuple2<Long,String> equals Flink’s own reading, element for element', async () => {
+          const t0 = performance.now();
+          const counts = await compareWithRecordsOracle(checkpoint, join(root, 'records'));
+          console.log(
+            `real-flink ${release.profile} ${variant}: records ${JSON.stringify(counts)} in ${seconds(t0)} s`,
+          );
+          expect(counts.record).toBeGreaterThan(100);
+          expect(counts.stitched ?? 0).toBe(counts.head ?? 0);
+          if (variant === 'watermarks') expect(counts.watermark).toBeGreaterThan(0);
         });
 
         it('flink ls --json agrees with Flink on operators, parallelism and per-subtask channel counts and bytes', async () => {

@@ -1,14 +1,16 @@
 /**
- * Compares `readFlinkRecords` with RecordsOracle's `records.jsonl` (interop/flink: Flink's own
- * StreamElementSerializer over the job's TypeSerializer): for every pipeline of the typed job,
- * every input channel of its downstream (tails joined to the upstream's head) and every output
- * subpartition of its upstream, element for element. Numbers are compared as written (a Java
+ * Compares `readFlinkRecords` with RecordsOracle's `records.jsonl` (or `records.jsonl.gz`;
+ * interop/flink: Flink's own StreamElementSerializer over the job's TypeSerializer): for every
+ * pipeline of the job (the typed job's four, the Writer job's one), every input channel of its
+ * downstream (tails joined to the head of the upstream feeding that gate) and every output
+ * subpartition of its upstreams, element for element. Numbers are compared as written (a Java
  * long's digits exactly; a double by value, so Java's `1.0E10` equals JavaScript's
  * `10000000000`); a Map's `[key, value]` pairs as a set (Flink's MapSerializer writes a HashMap
  * in its iteration order, which a deserialized HashMap need not keep).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { expect } from 'vitest';
 import { listFlinkCheckpoint, readFlinkRecords } from '../../src/index.ts';
 import { toJson } from '../../src/services/formats/flink/records/json.ts';
@@ -78,34 +80,52 @@ function canonical(v: unknown): unknown {
   return v;
 }
 
-interface TypedPipeline {
+/** One `types.json` entry: the typed job names gate 0's upstream, the Writer's each gate's. */
+export interface OraclePipeline {
   name: string;
   spec: string;
   maxParallelism: number;
-  upstream: string | null;
+  upstream?: string | null;
+  upstreams?: Record<string, string>;
   downstream: string | null;
 }
 
-const channelOf = (e: Record<string, unknown>): string =>
+/** JSON text of a parsed value with object keys sorted: equal text iff `toEqual`. */
+export function sortedText(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(sortedText).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const keys = Object.keys(v).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${sortedText((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/** What a comparison may pass to `readFlinkRecords` besides the channel (e.g. `relocate`). */
+export type OracleReadOptions = Omit<
+  Parameters<typeof readFlinkRecords>[0],
+  'checkpoint' | 'operator' | 'subtask' | 'outputState' | 'type' | 'upstream'
+>;
+
+/** RecordsOracle's lines, from `records.jsonl` or its gzip. */
+function oracleLines(expected: string): string[] {
+  const plain = join(expected, 'records.jsonl');
+  const text = existsSync(plain)
+    ? readFileSync(plain, 'utf8')
+    : gunzipSync(readFileSync(`${plain}.gz`)).toString('utf8');
+  return text.split('\n').filter((line) => line !== '');
+}
+
+/** `operator/subtask/side/gate/channel` or `…/partition/subpartition`: one channel's key. */
+export const channelOf = (e: Record<string, unknown>): string =>
   `${e.operator as string}/${e.subtask as number}/${e.side as string}/` +
   (e.side === 'input'
     ? `${e.gate as number}/${e.channel as number}`
     : `${e.partition as number}/${e.subpartition as number}`);
 
-/**
- * Checks every element Spillway reads from `checkpoint` against `expected/records.jsonl`;
- * returns counts by kind (and stitched / head) for the caller to log and bound.
- */
-export async function compareWithRecordsOracle(
-  checkpoint: string,
-  expected: string,
-): Promise<Record<string, number>> {
-  const pipelines = JSON.parse(
-    readFileSync(join(expected, 'types.json'), 'utf8'),
-  ) as TypedPipeline[];
+/** The oracle's elements (as `parseExact` reads them) per channel (`channelOf`), in order. */
+export function readRecordsOracle(expected: string): Map<string, unknown[]> {
   const oracle = new Map<string, unknown[]>();
-  for (const line of readFileSync(join(expected, 'records.jsonl'), 'utf8').split('\n')) {
-    if (line === '') continue;
+  for (const line of oracleLines(expected)) {
     const e = parseExact(line) as Record<string, unknown>;
     const key = channelOf(
       Object.fromEntries(
@@ -115,30 +135,59 @@ export async function compareWithRecordsOracle(
         ]),
       ),
     );
-    oracle.set(key, [...(oracle.get(key) ?? []), e]);
+    const list = oracle.get(key);
+    if (list === undefined) oracle.set(key, [e]);
+    else list.push(e);
   }
+  return oracle;
+}
+
+/**
+ * Checks every element Spillway reads from `checkpoint` against `expected/records.jsonl[.gz]`;
+ * returns counts by kind (and stitched / head, and `compared`: elements checked) for the caller
+ * to log and bound. `options` go to every `readFlinkRecords` call (e.g. `relocate`).
+ */
+export async function compareWithRecordsOracle(
+  checkpoint: string,
+  expected: string,
+  options: OracleReadOptions = {},
+): Promise<Record<string, number>> {
+  const pipelines = JSON.parse(
+    readFileSync(join(expected, 'types.json'), 'utf8'),
+  ) as OraclePipeline[];
+  const oracle = readRecordsOracle(expected);
   const listing = await listFlinkCheckpoint(checkpoint);
   const ours = new Map<string, unknown[]>();
   const counts: Record<string, number> = {};
   for (const p of pipelines) {
-    for (const [id, outputState] of [
+    const upstream: Record<number, string> =
+      p.upstreams !== undefined
+        ? Object.fromEntries(Object.entries(p.upstreams).map(([g, id]) => [Number(g), id]))
+        : p.upstream
+          ? { 0: p.upstream }
+          : {};
+    const reads: [string | null, boolean][] = [
       [p.downstream, false],
-      [p.upstream, true],
-    ] as const) {
+      ...[...new Set(Object.values(upstream))].sort().map((id): [string, boolean] => [id, true]),
+    ];
+    for (const [id, outputState] of reads) {
       if (id === null) continue;
       const op = listing.operators.find((o) => o.id === id)!;
       for (const s of op.subtasks) {
         if ((outputState ? s.outputSubpartitions : s.inputChannels) === 0) continue;
         for await (const e of readFlinkRecords({
+          ...options,
           checkpoint,
           operator: id,
           subtask: s.index,
           outputState,
           type: p.spec,
-          ...(outputState || p.upstream === null ? {} : { upstream: { 0: p.upstream } }),
+          ...(outputState || Object.keys(upstream).length === 0 ? {} : { upstream }),
         })) {
           const key = channelOf(e as unknown as Record<string, unknown>);
-          ours.set(key, [...(ours.get(key) ?? []), parseExact(toJson(e))]);
+          const list = ours.get(key);
+          if (list === undefined) ours.set(key, [parseExact(toJson(e))]);
+          else list.push(parseExact(toJson(e)));
           counts[e.kind] = (counts[e.kind] ?? 0) + 1;
           if (e.stitched !== undefined) counts.stitched = (counts.stitched ?? 0) + 1;
           if (e.end === 'head') counts.head = (counts.head ?? 0) + 1;
@@ -147,12 +196,19 @@ export async function compareWithRecordsOracle(
     }
   }
   expect([...ours.keys()].sort()).toEqual([...oracle.keys()].sort());
+  let compared = 0;
   for (const [key, list] of oracle) {
     const mine = ours.get(key)!;
     expect(mine.length, key).toBe(list.length);
-    list.forEach((want, i) => expect(mine[i], `${key} element ${i}`).toEqual(want));
+    list.forEach((want, i) => {
+      // Text first (fast); `toEqual` only where they differ, for its diff in the failure.
+      if (sortedText(mine[i]) !== sortedText(want)) {
+        expect(mine[i], `${key} element ${i}`).toEqual(want);
+      }
+      compared++;
+    });
   }
-  return counts;
+  return { ...counts, compared };
 }
 
 /** The committed typed fixtures: `test/fixtures/flink/typed/<release>/`. */

@@ -73,6 +73,10 @@ const TAIL_FIELDS = [
  */
 export class ElementLines {
   private readonly prefixes = new Map<string, string>();
+  /** The channel of the last line and its prefix: elements come in runs of one channel. */
+  private last:
+    { operator: string; subtask: number; side: string; a: number; b: number } | undefined;
+  private lastPrefix = '';
 
   /** `untyped`: record values are base64 (no type and no decode hook). */
   constructor(private readonly untyped: boolean) {}
@@ -86,15 +90,17 @@ export class ElementLines {
     bytes: number;
     [field: string]: unknown;
   }): string {
-    const where =
-      e.side === 'input'
-        ? `"side":"input","gate":${e.gate as number},"channel":${e.channel as number}`
-        : `"side":"output","partition":${e.partition as number},"subpartition":${e.subpartition as number}`;
-    const key = `${e.operator}/${e.subtask}/${where}`;
-    let prefix = this.prefixes.get(key);
-    if (prefix === undefined) {
-      prefix = `{"operator":${JSON.stringify(e.operator)},"subtask":${e.subtask},${where},"index":`;
-      this.prefixes.set(key, prefix);
+    const prefix = this.prefix(e);
+    if (e.kind === 'record' && this.untyped) {
+      // The common line, its fields in TAIL_FIELDS order (a record has no others); the value
+      // is base64, written as it is.
+      let s = `${prefix}${e.index},"kind":"record","bytes":${e.bytes}`;
+      if (e.timestamp !== undefined) s += `,"timestamp":${toJson(e.timestamp)}`;
+      if (e.key !== undefined) s += `,"key":${toJson(e.key)}`;
+      if (e.keyGroup !== undefined) s += `,"keyGroup":${e.keyGroup as number}`;
+      if (e.value !== undefined) s += `,"value":"${e.value as string}"`;
+      if (e.stitched !== undefined) s += `,"stitched":${toJson(e.stitched)}`;
+      return `${s}}\n`;
     }
     let s = `${prefix}${e.index},"kind":"${e.kind}","bytes":${e.bytes}`;
     for (const field of TAIL_FIELDS) {
@@ -105,5 +111,40 @@ export class ElementLines {
       s += raw ? `,"${field}":"${v}"` : `,"${field}":${toJson(v)}`;
     }
     return `${s}}\n`;
+  }
+
+  /** The line's start up to `"index":`, made once per channel. */
+  private prefix(e: {
+    operator: string;
+    subtask: number;
+    side: 'input' | 'output';
+    [field: string]: unknown;
+  }): string {
+    const input = e.side === 'input';
+    const a = (input ? e.gate : e.partition) as number;
+    const b = (input ? e.channel : e.subpartition) as number;
+    const last = this.last;
+    if (
+      last !== undefined &&
+      last.a === a &&
+      last.b === b &&
+      last.side === e.side &&
+      last.subtask === e.subtask &&
+      last.operator === e.operator
+    ) {
+      return this.lastPrefix;
+    }
+    const where = input
+      ? `"side":"input","gate":${a},"channel":${b}`
+      : `"side":"output","partition":${a},"subpartition":${b}`;
+    const key = `${e.operator}/${e.subtask}/${where}`;
+    let prefix = this.prefixes.get(key);
+    if (prefix === undefined) {
+      prefix = `{"operator":${JSON.stringify(e.operator)},"subtask":${e.subtask},${where},"index":`;
+      this.prefixes.set(key, prefix);
+    }
+    this.last = { operator: e.operator, subtask: e.subtask, side: e.side, a, b };
+    this.lastPrefix = prefix;
+    return prefix;
   }
 }

@@ -73,7 +73,7 @@ export interface ReadFlinkRecordsOptions extends FlinkPathOptions {
 }
 
 /** Elements the read may run ahead of the consumer. */
-const QUEUE_HIGH = 512;
+const QUEUE_HIGH = 64;
 
 /**
  * Reads one operator subtask's in-flight elements. Partial records are elements of kind

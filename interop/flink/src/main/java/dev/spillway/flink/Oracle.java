@@ -49,8 +49,10 @@ import java.util.stream.Collectors;
  *   <li>{@code handles.json}: the handle and delegate classes seen (for the fixture README).
  * </ul>
  *
- * <p>Usage: {@code Oracle --checkpoint CHK_DIR --expected DIR [--rescale 0/2,1/2,0/3,1/3,2/3]}.
- * The records are {@code Tuple2<Long, String>} (the Writer's job).
+ * <p>Usage: {@code Oracle --checkpoint CHK_DIR --expected DIR [--rescale 0/2,1/2,0/3,1/3,2/3]
+ * [--records DIR]}. The records are {@code Tuple2<Long, String>} (the Writer's job). With
+ * {@code --records}, the same JVM also writes {@link RecordsOracle}'s reading of every element
+ * ({@code --job writer}) into DIR: one Java start for both.
  */
 public final class Oracle {
 
@@ -62,6 +64,11 @@ public final class Oracle {
         long started = System.nanoTime();
         new Oracle(chk, expected).run(rescale);
         System.err.printf("oracle: %.1f s%n", (System.nanoTime() - started) / 1e9);
+        if (opts.containsKey("records")) {
+            started = System.nanoTime();
+            RecordsOracle.write(chk, Path.of(opts.get("records")).toAbsolutePath(), true);
+            System.err.printf("records oracle: %.1f s%n", (System.nanoTime() - started) / 1e9);
+        }
     }
 
     private final Path chk;

@@ -1,5 +1,9 @@
 package dev.spillway.flink;
 
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.common.serialization.SerializerConfigImpl;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.java.tuple.Tuple;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.core.fs.FSDataInputStream;
@@ -34,20 +38,26 @@ import java.util.function.Function;
 import java.util.stream.Collectors;
 
 /**
- * Says what the records in a {@link TypedWriter} checkpoint are, with Flink's classes only:
+ * Says what the records in a {@link TypedWriter} checkpoint ({@code --job typed}, the default) or
+ * a {@link Writer} checkpoint ({@code --job writer}: {@code Tuple2<Long, String>} into slow-join's
+ * two input gates, each gate's upstream read off Flink's job graph by {@link WriterGraph}) are,
+ * with Flink's classes only:
  * every channel's entries read with Flink's {@code ChannelStateSerializerImpl} (reading order:
  * per delegate, offsets ascending), cut at Flink's {@code [int32 length]} framing, and each
  * element deserialized by Flink's {@code StreamElementSerializer} over the pipeline's own
  * {@code TypeSerializer}. The record an input channel ends inside is completed from the head of
  * the upstream subtask's output subpartition (upstream subtask = channel, subpartition = this
- * subtask: a keyBy edge) and deserialized whole; that head's length — known here from the
+ * subtask: a keyBy edge; the upstream operator is the one feeding that input gate) and
+ * deserialized whole; that head's length — known here from the
  * downstream's piece — is where the upstream's own elements start.
  *
  * <p>Writes {@code records.jsonl} (one line per element, as {@code spillway flink records}
  * prints it: position, kind, bytes, timestamp, value, end, stitched) and {@code types.json}
- * (per pipeline: its spec, max parallelism, upstream and downstream operator ids).
+ * (per pipeline: its spec, max parallelism, downstream operator id, and its upstream: {@code
+ * upstream}, the one feeding gate 0, for the typed job; {@code upstreams}, gate → operator id,
+ * for the Writer's).
  *
- * <p>Usage: {@code RecordsOracle --checkpoint CHK_DIR --expected DIR}.
+ * <p>Usage: {@code RecordsOracle --checkpoint CHK_DIR --expected DIR [--job typed|writer]}.
  */
 public final class RecordsOracle {
 
@@ -56,8 +66,17 @@ public final class RecordsOracle {
         Path chk = Path.of(Args.required(opts, "checkpoint")).toAbsolutePath();
         Path expected = Path.of(Args.required(opts, "expected")).toAbsolutePath();
         long started = System.nanoTime();
-        new RecordsOracle().run(chk, expected);
+        String job = opts.getOrDefault("job", "typed");
+        if (!job.equals("typed") && !job.equals("writer")) {
+            throw new IllegalArgumentException("--job is typed or writer, not " + job);
+        }
+        write(chk, expected, job.equals("writer"));
         System.err.printf("records oracle: %.1f s%n", (System.nanoTime() - started) / 1e9);
+    }
+
+    /** Writes `records.jsonl` and `types.json` for the checkpoint `chk` into `expected`. */
+    static void write(Path chk, Path expected, boolean writerJob) throws Exception {
+        new RecordsOracle().run(chk, expected, writerJob);
     }
 
     private final SpillwayEntryReader reader = new SpillwayEntryReader();
@@ -68,7 +87,11 @@ public final class RecordsOracle {
         final Map<Integer, Map<String, byte[]>> out = new TreeMap<>();
     }
 
-    private void run(Path chk, Path expected) throws Exception {
+    /** One pipeline to read: its record type, its downstream and, per input gate, its upstream. */
+    private record Spec(String name, String spec, int maxParallelism, TypeInformation<?> type,
+            String down, Map<Integer, String> upByGate) {}
+
+    private void run(Path chk, Path expected, boolean writerJob) throws Exception {
         CheckpointMetadata metadata;
         try (DataInputStream in =
                 new DataInputStream(Files.newInputStream(chk.resolve("_metadata")))) {
@@ -76,10 +99,8 @@ public final class RecordsOracle {
                     in, RecordsOracle.class.getClassLoader(), chk.toString());
         }
         Map<String, Sides> sides = new TreeMap<>();
-        Map<String, TypedJob.Kind> kindOf = new TreeMap<>();
+        Map<String, Integer> maxParallelismOf = new TreeMap<>();
         for (OperatorState op : metadata.getOperatorStates()) {
-            TypedJob.Kind kind = TypedJob.byMaxParallelism(op.getMaxParallelism());
-            if (kind == null) continue;
             String id = op.getOperatorID().toString();
             Sides s = new Sides();
             for (Map.Entry<Integer, OperatorSubtaskState> e : op.getSubtaskStates().entrySet()) {
@@ -96,78 +117,120 @@ public final class RecordsOracle {
             }
             if (s.in.isEmpty() && s.out.isEmpty()) continue;
             sides.put(id, s);
-            kindOf.put(id, kind);
+            maxParallelismOf.put(id, op.getMaxParallelism());
         }
         Files.createDirectories(expected);
         StringBuilder lines = new StringBuilder();
         List<Object> types = new ArrayList<>();
-        for (TypedJob.Kind kind : TypedJob.KINDS) {
-            String down = null, up = null;
-            for (Map.Entry<String, Sides> e : sides.entrySet()) {
-                if (kindOf.get(e.getKey()) != kind) continue;
-                if (!e.getValue().in.isEmpty()) down = e.getKey();
-                if (!e.getValue().out.isEmpty()) up = e.getKey();
-            }
+        for (Spec p : writerJob ? writerSpecs(sides, maxParallelismOf) : typedSpecs(sides, maxParallelismOf)) {
             Map<String, Object> t = new LinkedHashMap<>();
-            t.put("name", kind.name());
-            t.put("spec", kind.spec());
-            t.put("maxParallelism", kind.maxParallelism());
-            t.put("upstream", up);
-            t.put("downstream", down);
+            t.put("name", p.name());
+            t.put("spec", p.spec());
+            t.put("maxParallelism", p.maxParallelism());
+            if (writerJob) {
+                t.put("downstream", p.down());
+                Map<String, Object> ups = new LinkedHashMap<>();
+                p.upByGate().forEach((g, up) -> ups.put(String.valueOf(g), up));
+                t.put("upstreams", ups);
+            } else {
+                t.put("upstream", p.upByGate().get(0));
+                t.put("downstream", p.down());
+            }
             types.add(t);
-            new Pipeline(kind, down, up, down == null ? null : sides.get(down),
-                    up == null ? null : sides.get(up), lines).emit();
+            new Pipeline(p, sides, lines).emit();
         }
         Files.writeString(expected.resolve("records.jsonl"), lines.toString());
         Files.writeString(expected.resolve("types.json"), Json.write(types));
     }
 
-    /** One pipeline's elements: the downstream's input channels, the upstream's subpartitions. */
+    /** The typed job: each kind's operators share its max parallelism; one gate, one upstream. */
+    private static List<Spec> typedSpecs(Map<String, Sides> sides, Map<String, Integer> maxP) {
+        List<Spec> out = new ArrayList<>();
+        for (TypedJob.Kind kind : TypedJob.KINDS) {
+            String down = null, up = null;
+            for (Map.Entry<String, Sides> e : sides.entrySet()) {
+                if (maxP.get(e.getKey()) != kind.maxParallelism()) continue;
+                if (!e.getValue().in.isEmpty()) down = e.getKey();
+                if (!e.getValue().out.isEmpty()) up = e.getKey();
+            }
+            Map<Integer, String> ups = new TreeMap<>();
+            if (up != null) ups.put(0, up);
+            out.add(new Spec(kind.name(), kind.spec(), kind.maxParallelism(), kind.type(), down, ups));
+        }
+        return out;
+    }
+
+    /**
+     * The Writer's job: slow-join (the one operator with input-channel state) reads
+     * {@code Tuple2<Long, String>} on two gates; gate g's upstream is the operator with output
+     * state among the operators of the vertex Flink's job graph connects to gate g.
+     */
+    private static List<Spec> writerSpecs(Map<String, Sides> sides, Map<String, Integer> maxP) {
+        List<String> downs = new ArrayList<>();
+        sides.forEach((id, s) -> {
+            if (!s.in.isEmpty()) downs.add(id);
+        });
+        if (downs.size() != 1) throw new IllegalStateException("input state on " + downs);
+        String down = downs.get(0);
+        Map<Integer, String> ups = new TreeMap<>();
+        List<java.util.Set<String>> gates = WriterGraph.gateProducers(down);
+        for (int g = 0; g < gates.size(); g++) {
+            for (Map.Entry<String, Sides> e : sides.entrySet()) {
+                if (gates.get(g).contains(e.getKey()) && !e.getValue().out.isEmpty()) {
+                    ups.put(g, e.getKey());
+                }
+            }
+        }
+        return List.of(new Spec("writer", "Tuple2<Long, String>", maxP.get(down),
+                Types.TUPLE(Types.LONG, Types.STRING), down, ups));
+    }
+
+    /** One pipeline's elements: the downstream's input channels, the upstreams' subpartitions. */
     private static final class Pipeline {
-        final TypedJob.Kind kind;
-        final String down, up;
-        final Sides downSides, upSides;
+        final Spec p;
+        final Map<String, Sides> sides;
         final StringBuilder lines;
         final StreamElementSerializer<Object> ser;
-        /** (upstream subtask, "0/subpartition") → bytes of the head the downstream holds. */
+        /** "upstream/subtask/0/subpartition" → bytes of the head the downstream holds. */
         final Map<String, Integer> heads = new TreeMap<>();
 
-        Pipeline(TypedJob.Kind kind, String down, String up, Sides downSides, Sides upSides,
-                StringBuilder lines) {
-            this.kind = kind;
-            this.down = down;
-            this.up = up;
-            this.downSides = downSides;
-            this.upSides = upSides;
+        Pipeline(Spec p, Map<String, Sides> sides, StringBuilder lines) {
+            this.p = p;
+            this.sides = sides;
             this.lines = lines;
-            this.ser = new StreamElementSerializer<>(kind.serializer());
+            @SuppressWarnings("unchecked")
+            TypeSerializer<Object> s =
+                    (TypeSerializer<Object>) p.type().createSerializer(new SerializerConfigImpl());
+            this.ser = new StreamElementSerializer<>(s);
         }
 
-        byte[] upstreamBytes(int subtask, int subpartition) {
+        byte[] upstreamBytes(String up, int subtask, int subpartition) {
+            Sides upSides = up == null ? null : sides.get(up);
             if (upSides == null) return null;
             Map<String, byte[]> m = upSides.out.get(subtask);
             return m == null ? null : m.get("0/" + subpartition);
         }
 
         void emit() throws IOException {
-            if (downSides != null) {
-                for (Map.Entry<Integer, Map<String, byte[]>> s : downSides.in.entrySet()) {
+            if (p.down() != null) {
+                for (Map.Entry<Integer, Map<String, byte[]>> s : sides.get(p.down()).in.entrySet()) {
                     for (Map.Entry<String, byte[]> ch : s.getValue().entrySet()) {
                         String[] gc = ch.getKey().split("/");
-                        String pos = "{\"operator\":\"" + down + "\",\"subtask\":" + s.getKey()
+                        String pos = "{\"operator\":\"" + p.down() + "\",\"subtask\":" + s.getKey()
                                 + ",\"side\":\"input\",\"gate\":" + gc[0] + ",\"channel\":" + gc[1];
-                        input(pos, s.getKey(), Integer.parseInt(gc[1]), ch.getValue());
+                        input(pos, p.upByGate().get(Integer.parseInt(gc[0])), s.getKey(),
+                                Integer.parseInt(gc[1]), ch.getValue());
                     }
                 }
             }
-            if (upSides != null) {
-                for (Map.Entry<Integer, Map<String, byte[]>> s : upSides.out.entrySet()) {
+            for (String up : new java.util.TreeSet<>(p.upByGate().values())) {
+                for (Map.Entry<Integer, Map<String, byte[]>> s : sides.get(up).out.entrySet()) {
                     for (Map.Entry<String, byte[]> ch : s.getValue().entrySet()) {
                         String[] ps = ch.getKey().split("/");
                         String pos = "{\"operator\":\"" + up + "\",\"subtask\":" + s.getKey()
                                 + ",\"side\":\"output\",\"partition\":" + ps[0]
                                 + ",\"subpartition\":" + ps[1];
-                        int head = heads.getOrDefault(s.getKey() + "/" + ch.getKey(), 0);
+                        int head = heads.getOrDefault(up + "/" + s.getKey() + "/" + ch.getKey(), 0);
                         output(pos, ch.getValue(), head);
                     }
                 }
@@ -187,14 +250,15 @@ public final class RecordsOracle {
             return pos;
         }
 
-        void input(String position, int subtask, int channel, byte[] data) throws IOException {
+        void input(String position, String up, int subtask, int channel, byte[] data)
+                throws IOException {
             int[] index = {0};
             int pos = frames(position, data, 0, index);
             if (pos == data.length) return;
             // A record cut here: its rest is the head of upstream subtask `channel`'s
             // subpartition `subtask` — join the two and let Flink read it whole.
             byte[] tail = java.util.Arrays.copyOfRange(data, pos, data.length);
-            byte[] head = upstreamBytes(channel, subtask);
+            byte[] head = upstreamBytes(up, channel, subtask);
             if (head != null) {
                 byte[] field = new byte[4];
                 int fromTail = Math.min(4, tail.length);
@@ -211,7 +275,7 @@ public final class RecordsOracle {
                         byte[] element = joined.toByteArray();
                         StreamElement el = ser.deserialize(
                                 new DataInputDeserializer(element, 0, element.length));
-                        heads.put(channel + "/0/" + subtask, headBytes);
+                        heads.put(up + "/" + channel + "/0/" + subtask, headBytes);
                         line(position, index[0]++, el, len,
                                 ",\"stitched\":{\"operator\":\"" + up + "\",\"subtask\":" + channel
                                         + ",\"partition\":0,\"subpartition\":" + subtask
@@ -250,7 +314,7 @@ public final class RecordsOracle {
                 sb.append("record\",\"bytes\":").append(bytes);
                 if (r.hasTimestamp()) sb.append(",\"timestamp\":").append(r.getTimestamp());
                 sb.append(",\"value\":");
-                value(sb, r.getValue(), kind);
+                value(sb, r.getValue(), p.type());
             } else if (el.isWatermark()) {
                 sb.append("watermark\",\"bytes\":").append(bytes).append(",\"timestamp\":")
                         .append(el.asWatermark().getTimestamp());
@@ -275,7 +339,7 @@ public final class RecordsOracle {
     }
 
     /** A deserialized value as JSON, as DESIGN §8 shapes it. */
-    static void value(StringBuilder sb, Object v, TypedJob.Kind kind) {
+    static void value(StringBuilder sb, Object v, TypeInformation<?> type) {
         if (v == null) {
             sb.append("null");
         } else if (v instanceof Long || v instanceof Integer || v instanceof Short
@@ -292,12 +356,12 @@ public final class RecordsOracle {
             sb.append('[');
             for (int i = 0; i < t.getArity(); i++) {
                 if (i > 0) sb.append(',');
-                value(sb, t.getField(i), kind);
+                value(sb, t.getField(i), type);
             }
             sb.append(']');
         } else if (v instanceof Row) {
             Row row = (Row) v;
-            String[] names = ((RowTypeInfo) kind.type()).getFieldNames();
+            String[] names = ((RowTypeInfo) type).getFieldNames();
             sb.append('{');
             if (row.getKind() != RowKind.INSERT) {
                 sb.append("\"$kind\":");
@@ -308,7 +372,7 @@ public final class RecordsOracle {
                 if (i > 0) sb.append(',');
                 string(sb, names[i]);
                 sb.append(':');
-                value(sb, row.getField(i), kind);
+                value(sb, row.getField(i), type);
             }
             sb.append('}');
         } else if (v instanceof List) {
@@ -316,7 +380,7 @@ public final class RecordsOracle {
             int i = 0;
             for (Object x : (List<?>) v) {
                 if (i++ > 0) sb.append(',');
-                value(sb, x, kind);
+                value(sb, x, type);
             }
             sb.append(']');
         } else if (v instanceof Map) {
@@ -325,22 +389,22 @@ public final class RecordsOracle {
             for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
                 if (i++ > 0) sb.append(',');
                 sb.append('[');
-                value(sb, e.getKey(), kind);
+                value(sb, e.getKey(), type);
                 sb.append(',');
-                value(sb, e.getValue(), kind);
+                value(sb, e.getValue(), type);
                 sb.append(']');
             }
             sb.append(']');
         } else if (v instanceof TypedJob.Event) {
             TypedJob.Event e = (TypedJob.Event) v;
             sb.append("{\"counts\":");
-            value(sb, e.counts, kind);
+            value(sb, e.counts, type);
             sb.append(",\"id\":");
-            value(sb, e.id, kind);
+            value(sb, e.id, type);
             sb.append(",\"note\":");
-            value(sb, e.note, kind);
+            value(sb, e.note, type);
             sb.append(",\"score\":");
-            value(sb, e.score, kind);
+            value(sb, e.score, type);
             sb.append('}');
         } else {
             throw new IllegalArgumentException("no JSON for " + v.getClass());

@@ -1,9 +1,7 @@
 package dev.spillway.flink;
 
-import org.apache.flink.api.common.serialization.SerializerConfigImpl;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.common.typeutils.TypeSerializer;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -19,14 +17,7 @@ final class TypedJob {
     private TypedJob() {}
 
     /** One pipeline: its record type, the Spillway spec that names it, its max parallelism. */
-    record Kind(String name, int maxParallelism, String spec, TypeInformation<?> type) {
-        TypeSerializer<Object> serializer() {
-            @SuppressWarnings("unchecked")
-            TypeSerializer<Object> s =
-                    (TypeSerializer<Object>) type.createSerializer(new SerializerConfigImpl());
-            return s;
-        }
-    }
+    record Kind(String name, int maxParallelism, String spec, TypeInformation<?> type) {}
 
     /** A POJO with a nullable field and a Map field (Flink orders its fields by name). */
     public static final class Event {

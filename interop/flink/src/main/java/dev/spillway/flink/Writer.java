@@ -73,21 +73,7 @@ public final class Writer {
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironment(2, Configuration.fromMap(conf));
 
-        boolean watermarks = opts.containsKey("watermarks");
-        DataStream<Tuple2<Long, String>> a =
-                source(env, "source-a", watermarks)
-                        .map(new ToRecord("a")).returns(Types.TUPLE(Types.LONG, Types.STRING))
-                        .name("to-record-a").uid("to-record-a");
-        DataStream<Tuple2<Long, String>> b =
-                source(env, "source-b", watermarks)
-                        .map(new ToRecord("b")).returns(Types.TUPLE(Types.LONG, Types.STRING))
-                        .name("to-record-b").uid("to-record-b");
-        a.keyBy(new FirstField())
-                .connect(b.keyBy(new FirstField()))
-                .process(new SlowJoin())
-                .returns(Types.LONG)
-                .name("slow-join").uid("slow-join").setParallelism(3)
-                .print().name("sink").uid("sink").setParallelism(3);
+        pipeline(env, opts.containsKey("watermarks"));
 
         long started = System.nanoTime();
         JobClient client = env.executeAsync("spillway-writer");
@@ -124,6 +110,27 @@ public final class Writer {
                 "writer: job running after %.1f s, %d checkpoints after %.1f s%n",
                 submitted, taken, (System.nanoTime() - started) / 1e9);
         System.exit(0);
+    }
+
+    /**
+     * The job's pipeline, added to `env`. {@link WriterGraph} builds it again (never run) to ask
+     * Flink's own job graph which upstream feeds which input gate of slow-join.
+     */
+    static void pipeline(StreamExecutionEnvironment env, boolean watermarks) {
+        DataStream<Tuple2<Long, String>> a =
+                source(env, "source-a", watermarks)
+                        .map(new ToRecord("a")).returns(Types.TUPLE(Types.LONG, Types.STRING))
+                        .name("to-record-a").uid("to-record-a");
+        DataStream<Tuple2<Long, String>> b =
+                source(env, "source-b", watermarks)
+                        .map(new ToRecord("b")).returns(Types.TUPLE(Types.LONG, Types.STRING))
+                        .name("to-record-b").uid("to-record-b");
+        a.keyBy(new FirstField())
+                .connect(b.keyBy(new FirstField()))
+                .process(new SlowJoin())
+                .returns(Types.LONG)
+                .name("slow-join").uid("slow-join").setParallelism(3)
+                .print().name("sink").uid("sink").setParallelism(3);
     }
 
     /** Removes a tree; Flink's shutdown may still be removing parts of it, so tolerate that. */
