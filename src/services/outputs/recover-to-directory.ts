@@ -244,9 +244,7 @@ export async function recoverIntoDirectory(
         }
       });
     }
-    const names = sinks.flatMap(({ sink, side, dir }) =>
-      sink.channels.map((c) => (dir === '' ? '' : `${dir}/`) + channelFileName(side, c)),
-    );
+    const names = sinks.flatMap(({ sink, dir }) => sink.fileNames(dir === '' ? '' : `${dir}/`));
     // One step (G10): a signal before its commit point undoes every move and cancels the
     // run; after it, the run is complete and a late signal changes nothing.
     await out.publish(names, options.signal !== undefined ? { signal: options.signal } : {});
