@@ -163,6 +163,21 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
     await expectNothingAt(parent);
   });
 
+  it('a malformed --upstream, or one naming a gate twice, is exit 2 in one line (as flink records says it)', async () => {
+    const parent = await tempRoot();
+    const out = join(parent, 'new');
+    for (const [args, says] of [
+      [['--upstream', 'gate0'], '--upstream must be GATE=OP'],
+      [['--upstream', '0=a', '--upstream', '0=b'], '--upstream names gate 0 twice'],
+    ] as const) {
+      const r = await runCli(['flink', 'rewrite', f.checkpoint, '--out', out, ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toContain(says);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+    }
+    await expectNothingAt(parent);
+  });
+
   it('NEWDIR not empty, a file, inside the source or remote is exit 2; an empty NEWDIR is used', async () => {
     const parent = await tempRoot();
     const full = join(parent, 'full');
