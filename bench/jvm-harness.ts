@@ -47,11 +47,14 @@ export function whyNoJvm(): string | undefined {
   return missing.length > 0 ? `${missing.join(' and ')} not on PATH` : undefined;
 }
 
-/** Builds the harness for Flink 1.20 (one Maven at a time: build.sh) and returns its classpath. */
-export async function buildHarness(): Promise<string> {
+/**
+ * Builds the harness for a Flink release (Maven profile `flink1` = 1.20, `flink2` = 2.x; one
+ * Maven at a time: build.sh) and returns the classpath of its programs, for `java -cp`.
+ */
+export async function buildHarness(profile: 'flink1' | 'flink2' = 'flink1'): Promise<string> {
   const dir = harnessDir();
-  await run(join(dir, 'build.sh'), ['flink1'], { cwd: dir, maxBuffer: 16 << 20 });
-  const target = join(dir, 'target', 'flink1');
+  await run(join(dir, 'build.sh'), [profile], { cwd: dir, maxBuffer: 16 << 20 });
+  const target = join(dir, 'target', profile);
   const deps = (await readFile(join(target, 'classpath.txt'), 'utf8')).trim();
   return `${join(target, 'classes')}:${deps}`;
 }

@@ -5,6 +5,7 @@ import { parseRelocation } from '../services/formats/flink/paths.ts';
 import { keyFromArgs, upstreamFromArgs } from './flink-arg.ts';
 import { intOption, parse, stringOption, UsageError } from './args.ts';
 import { reportError } from './errors.ts';
+import { IoError } from '../services/errors.ts';
 import type { Io } from './io.ts';
 import { LineOutput } from './line-output.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
@@ -44,9 +45,11 @@ what it holds (timestamp, key and keyGroup, value). 64-bit integers are exact JS
 An output subpartition's state may begin inside a record whose first bytes are still in the
 downstream's input state: that piece is kind 'partial' with end 'head' (index 0).
 
-Exit codes: 0 ok · 1 failed (a read error) · 2 bad input or usage: a value that does not parse
-under --type or bytes that are not Flink's (one line naming the file, byte, channel and element
-index), a --type syntax error (naming the character), an unknown operator or subtask
+Exit codes: 0 ok (also when the reader of stdout closes it, as '| head' does) · 1 failed (a
+read error, or a stdout that cannot take the records: ENOSPC on a full disk) · 2 bad input or
+usage: a value that does not parse under --type or bytes that are not Flink's (one line naming
+the file, byte, channel and element index), a --type syntax error (naming the character), an
+unknown operator or subtask
 `;
 
 const options = {
@@ -115,9 +118,20 @@ export async function run(argv: string[], io: Io): Promise<number> {
     for await (const element of elements) {
       const full = output.add(lines.line(element));
       if (full !== undefined) await full;
-      if (++n >= limit) break;
+      if (++n >= limit || output.failure !== undefined) break;
     }
     await output.flush();
+    // The records are the result: a stdout that lost them (a full disk) is a failure, not a
+    // truncated file with exit 0. A reader that left (`| head`) only wanted no more.
+    const failure = output.failure;
+    if (failure !== undefined && failure.code !== 'EPIPE') {
+      throw new IoError(
+        Object.assign(new Error(`cannot write the records to stdout: ${failure.message}`), {
+          code: failure.code,
+          syscall: failure.syscall,
+        }),
+      );
+    }
     return 0;
   } catch (error) {
     // The elements read before the failure are printed, then the one line about it.

@@ -14,6 +14,7 @@ import {
 import { parse, stringOption, UsageError, type Parsed } from './args.ts';
 import { reportError } from './errors.ts';
 import { printJson, type Io } from './io.ts';
+import { upstreamFromArgs } from './flink-arg.ts';
 import { remoteOptionsFromEnv } from './remote-env.ts';
 import { trapSignals } from './signals.ts';
 
@@ -151,12 +152,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
-    const upstream: Record<number, string> = {};
-    for (const u of list(values, 'upstream')) {
-      const m = /^(\d+)=(.+)$/.exec(u);
-      if (m === null) throw new UsageError(`--upstream must be GATE=OP, got '${u}'`);
-      upstream[Number(m[1])] = m[2]!;
-    }
+    const upstream = upstreamFromArgs(list(values, 'upstream'));
     const result = await rewriteFlinkCheckpoint({
       checkpoint,
       out,

@@ -63,17 +63,21 @@ function releaseHungUpTerminal(stream: NodeJS.WritableStream): void {
  */
 export function safeStream<S extends NodeJS.WritableStream>(stream: S): S {
   let broken = false;
-  stream.on('error', () => (broken = true));
+  const breaks = (error: unknown): void => {
+    broken = true;
+    if (!failures.has(safe)) failures.set(safe, error as NodeJS.ErrnoException);
+  };
+  stream.on('error', breaks);
   const write = (...args: unknown[]): boolean => {
     if (broken || (stream as { destroyed?: boolean }).destroyed === true) return true;
     try {
       return (stream.write as (...a: unknown[]) => boolean)(...args);
-    } catch {
-      broken = true;
+    } catch (error) {
+      breaks(error);
       return true;
     }
   };
-  return new Proxy(stream, {
+  const safe = new Proxy(stream, {
     get(target, prop) {
       if (prop === 'write') return write;
       const value = Reflect.get(target, prop, target) as unknown;
@@ -82,6 +86,24 @@ export function safeStream<S extends NodeJS.WritableStream>(stream: S): S {
         : value;
     },
   });
+  return safe;
+}
+
+/** The first error of each {@link safeStream}: what broke it. */
+const failures = new WeakMap<object, NodeJS.ErrnoException>();
+
+/**
+ * The error that broke a {@link safeStream} (ENOSPC, EPIPE, EIO, …), if one did. A command
+ * whose stdout is its result (`flink records`) asks, so that a full disk is a failure and not
+ * a truncated file with exit 0.
+ *
+ * @example
+ * ```ts
+ * if (streamFailure(io.out)?.code === 'ENOSPC') throw new IoError(streamFailure(io.out));
+ * ```
+ */
+export function streamFailure(stream: object): NodeJS.ErrnoException | undefined {
+  return failures.get(stream);
 }
 
 export function printJson(io: Io, value: unknown): void {

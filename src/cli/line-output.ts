@@ -3,7 +3,7 @@
  * is turned into UTF-8 bytes once, and a full buffer goes to the stream — no batch of text kept
  * and encoded again (the JSON Lines of an untyped read are 4/3 of the checkpoint's bytes).
  */
-import type { Io } from './io.ts';
+import { streamFailure, type Io } from './io.ts';
 
 /** A buffer's size: big enough that a write is rare, small enough to stay out of the way. */
 const SIZE = 256 * 1024;
@@ -26,8 +26,17 @@ const SIZE = 256 * 1024;
 export class LineOutput {
   private buf = Buffer.allocUnsafe(SIZE);
   private pos = 0;
+  private failed: NodeJS.ErrnoException | undefined;
 
   constructor(private readonly io: Io) {}
+
+  /**
+   * What broke the stream (ENOSPC on a full disk, EPIPE once the reader left), if anything did:
+   * what is written after it is lost, so the caller stops and says so.
+   */
+  get failure(): NodeJS.ErrnoException | undefined {
+    return (this.failed ??= streamFailure(this.io.out));
+  }
 
   /** Adds a line: a promise to await when the stream wants no more for now, else undefined. */
   add(line: string): Promise<void> | undefined {
@@ -58,7 +67,7 @@ export class LineOutput {
 
   private write(chunk: Buffer): Promise<void> | undefined {
     const out = this.io.out as NodeJS.WritableStream & { destroyed?: boolean };
-    if (out.write(chunk) || out.destroyed === true) return undefined;
+    if (out.write(chunk) || out.destroyed === true || this.failure !== undefined) return undefined;
     return new Promise<void>((resolve) => {
       const done = (): void => {
         out.off('drain', done);

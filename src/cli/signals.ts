@@ -55,11 +55,42 @@ let afterScope: Handlers | undefined;
 
 function installAfterScope(firstCode: number | undefined): void {
   if (afterScope !== undefined) uninstall(afterScope);
+  let exiting = false;
   // Signal listeners do not keep the event loop alive: the process still exits on its own.
   afterScope = new Map(
-    TRAPPED_SIGNALS.map((name) => [name, () => process.exit(firstCode ?? exitCodeOf(name))]),
+    TRAPPED_SIGNALS.map((name) => [
+      name,
+      () => {
+        const code = firstCode ?? exitCodeOf(name);
+        // A second signal while the output drains: exit at once.
+        if (exiting) process.exit(code);
+        exiting = true;
+        exitAfterOutput(code);
+      },
+    ]),
   );
   install(afterScope);
+}
+
+/**
+ * Exits once what the command wrote to stdout and stderr has left the process: `process.exit`
+ * drops a pipe's pending writes, so a signal landing while a long report drains would cut it
+ * before its last line (`flink rewrite`'s "wrote NEWDIR", after its thousands of "dropped"
+ * lines) — the work done, and not said so.
+ */
+function exitAfterOutput(code: number): void {
+  let pending = 0;
+  const done = (): void => {
+    if (--pending === 0) process.exit(code);
+  };
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.writableLength > 0 && !stream.destroyed) {
+      pending++;
+      // Written in order: the callback comes once everything before it is written (or failed).
+      stream.write('', done);
+    }
+  }
+  if (pending === 0) process.exit(code);
 }
 
 /**

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { channelBytes, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
+import { readFlinkFixture, FLINK_FIXTURES_DIR } from '../helpers/flink-expected.ts';
 import { expectByteExact, spillLeftovers, spillwayBin } from './harness.ts';
 
 const input = suiteCheckpoint((dir) =>
@@ -86,5 +87,37 @@ describe('every output stream', () => {
   it('`--json > /dev/full` on a usage error keeps exit 2', async () => {
     const run = await runWith(['recover', '--json'], 'full', 'full');
     expect(run.code).toBe(2);
+  });
+});
+
+describe('flink records: its stdout is its result', () => {
+  const fixture = readFlinkFixture(join(FLINK_FIXTURES_DIR, '1.20.5-file'));
+  const args = [
+    'flink',
+    'records',
+    fixture.checkpoint,
+    '--operator',
+    'b04c65efe1b1b80162da73517c40e7de',
+    '--subtask',
+    '0',
+  ];
+
+  it('`> /dev/full` is exit 1 with one line naming ENOSPC, never a truncated result with exit 0', async () => {
+    const run = await runWith(args, 'full', 'pipe');
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toContain('cannot write the records to stdout: ENOSPC');
+  });
+
+  it('a stdout closed by its reader (`| head`, EPIPE) ends the read: exit 0, no stack trace', async () => {
+    const run = await runWith(args, 'closed', 'pipe');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toBe('');
+  });
+
+  it('a whole stdout: every element, exit 0', async () => {
+    const run = await runWith(args, 'pipe', 'pipe');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n').length).toBeGreaterThan(10);
   });
 });

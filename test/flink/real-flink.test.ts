@@ -33,7 +33,7 @@ import {
   readExpectedLs,
   withFlinkTotals,
 } from '../helpers/flink-expected.ts';
-import { harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
+import { harnessClasspath, harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
 import { compareWithRecordsOracle } from '../helpers/flink-records-oracle.ts';
 import { WRITER_UPSTREAM_BY_GATE } from '../helpers/cut-completions.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
@@ -87,24 +87,6 @@ const VARIANT_DELEGATE: Record<string, string> = {
 
 const seconds = (t0: number): string => ((performance.now() - t0) / 1000).toFixed(1);
 
-/** One Maven build per release for the whole file (its classpath). */
-const builds = new Map<string, Promise<string>>();
-function build(profile: string): Promise<string> {
-  let b = builds.get(profile);
-  if (b === undefined) {
-    b = (async () => {
-      const t0 = performance.now();
-      await run(join(harnessDir, 'build.sh'), [profile], { cwd: harnessDir, maxBuffer: 16 << 20 });
-      console.log(`real-flink ${profile}: maven ${seconds(t0)} s`);
-      const target = join(harnessDir, 'target', profile);
-      const deps = (await readFile(join(target, 'classpath.txt'), 'utf8')).trim();
-      return `${join(target, 'classes')}:${deps}`;
-    })();
-    builds.set(profile, b);
-  }
-  return b;
-}
-
 for (const release of RELEASES) {
   for (const variant of variantsOf(release.profile)) {
     suite(
@@ -116,7 +98,7 @@ for (const release of RELEASES) {
 
         beforeAll(async () => {
           root = await tempDir();
-          const classpath = await build(release.profile);
+          const classpath = await harnessClasspath(release.profile);
           let t0 = performance.now();
           const writer = await run(
             'java',

@@ -26,7 +26,7 @@ import { keyHash } from '../../src/services/formats/flink/stream-element.ts';
 import { operatorForKeyHash } from '../../src/services/rescale/key-groups.ts';
 import { rangeOldSubtasks } from '../../src/services/formats/flink/old-subtasks.ts';
 import { runCli } from '../e2e/harness.ts';
-import { harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
+import { harnessClasspath, harnessSuite } from '../helpers/flink-harness.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
 const run = promisify(execFile);
@@ -40,13 +40,6 @@ const OLD = 2;
 const MAX = 128;
 /** The keyed operator's id: Flink's hash of its uid "rescale-check" (1.20's metadata has no uid). */
 const CHECK_ID = 'ba1e97f5f8349cefa650edc1f5b0b156';
-
-async function build(profile: string): Promise<string> {
-  await run(join(harnessDir, 'build.sh'), [profile], { cwd: harnessDir, maxBuffer: 16 * MiB });
-  const target = join(harnessDir, 'target', profile);
-  const deps = (await readFile(join(target, 'classpath.txt'), 'utf8')).trim();
-  return `${join(target, 'classes')}:${deps}`;
-}
 
 /** `key value` of each record in a `--rescale` channel file: `[int32 len][tag 0|1][ts?][Tuple2<Long,String>]`. */
 function decodeFrames(bytes: Buffer): string[] {
@@ -91,14 +84,25 @@ suite('a real Flink restore at P delivers what recover --rescale P writes', () =
       beforeAll(async () => {
         const t0 = performance.now();
         dir = await tempDir();
-        const classpath = await build(profile);
+        const classpath = await harnessClasspath(profile);
+        // Flink's temp files (the extracted rpc jar, minicluster dirs): in this test's dir.
+        const flinkTmp = join(dir, 'flink-tmp');
         // A checkpoint taken while the keyed operator is backpressured holds records in flight;
         // a real job's timing may leave one without: written again, at most 3 times.
         for (let attempt = 1; attempt <= 3; attempt++) {
           const out = join(dir, `write-${attempt}`);
           const { stdout } = await run(
             'java',
-            ['-cp', classpath, 'dev.spillway.flink.RescaleJob', 'write', '--out', out],
+            [
+              '-cp',
+              classpath,
+              'dev.spillway.flink.RescaleJob',
+              'write',
+              '--out',
+              out,
+              '--tmp',
+              flinkTmp,
+            ],
             { maxBuffer: 64 * MiB },
           );
           checkpoint = /^CHECKPOINT (.+)$/m.exec(stdout)![1]!;
@@ -114,7 +118,14 @@ suite('a real Flink restore at P delivers what recover --rescale P writes', () =
           if (input > 0) break;
           console.log(`rescale-real-flink ${profile}: no input in flight (write ${attempt})`);
         }
-        const args = ['-cp', classpath, 'dev.spillway.flink.RescaleJob', 'restore'];
+        const args = [
+          '-cp',
+          classpath,
+          'dev.spillway.flink.RescaleJob',
+          'restore',
+          '--tmp',
+          flinkTmp,
+        ];
         args.push('--from', checkpoint, ...PARALLELISMS.flatMap((p) => ['--parallelism', `${p}`]));
         const { stdout } = await run('java', args, { maxBuffer: 256 * MiB });
         for (const p of PARALLELISMS) {

@@ -5,7 +5,7 @@
  * every case: exit 2 for bad input (one line), nothing at NEWDIR, no staging dir left beside it,
  * the source unchanged (hashed before and after).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { IoError, RewriteRefusedError } from '../../src/services/errors.ts';
 import { readFlinkMetadata } from '../../src/services/formats/flink/metadata.ts';
 import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/rewrite.ts';
-import { runCli, spawnCli } from '../e2e/harness.ts';
+import { runCli, spawnCli, spillwayBin } from '../e2e/harness.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import {
   copyFixtureCheckpoint,
@@ -159,6 +159,21 @@ describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes
       expect(r.code, selector).toBe(2);
       expect(r.stderr, selector).toContain(says);
       expect(r.stderr.trim().split('\n'), selector).toHaveLength(1);
+    }
+    await expectNothingAt(parent);
+  });
+
+  it('a malformed --upstream, or one naming a gate twice, is exit 2 in one line (as flink records says it)', async () => {
+    const parent = await tempRoot();
+    const out = join(parent, 'new');
+    for (const [args, says] of [
+      [['--upstream', 'gate0'], '--upstream must be GATE=OP'],
+      [['--upstream', '0=a', '--upstream', '0=b'], '--upstream names gate 0 twice'],
+    ] as const) {
+      const r = await runCli(['flink', 'rewrite', f.checkpoint, '--out', out, ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toContain(says);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
     }
     await expectNothingAt(parent);
   });
@@ -343,6 +358,53 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
     console.log(
       `rewrite-hostile: SIGTERM outcomes ${outcomes.join(' ')} (one run ${took.toFixed(0)} ms)`,
     );
+  }, 120_000);
+});
+
+describe('flink rewrite: a signal after the commit', () => {
+  it('SIGTERM while its report drains: the report is whole ("wrote" its last line), exit 143, NEWDIR whole', async () => {
+    const f = fixtureByName('1.20.5-file');
+    const dir = await tempRoot();
+    const chk = await copyFixtureCheckpoint(f, dir);
+    const meta = await readFlinkMetadata(chk);
+    const op = meta.operators.find((o) => o.subtasks.some((s) => s.inputChannels.length > 0))!;
+    const st = op.subtasks.find((s) => s.inputChannels.length > 0)!;
+    const h = st.inputChannels[0]!;
+    // Thousands of dropped records: a report of ~1 MB, far more than a pipe holds.
+    const payload = await splitChannel(chk, op.id, st.index, h.gate, h.channel, 4096, 8000);
+    const key = cutFrames(payload).frames[0]!.readBigInt64BE(4 + 9);
+    const out = join(dir, 'new');
+    const args = ['rewrite', chk, '--out', out, '--drop-key', String(key), '--key', 'long'];
+    const child = spawn(process.execPath, [spillwayBin, 'flink', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SPILLWAY_SPILL_ROOT: '' },
+    });
+    try {
+      // Nobody reads stdout yet: the report waits in the child once the pipe is full.
+      child.stdout.pause();
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+      while (!existsSync(join(out, '_metadata'))) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The commit is done; give the command time to return, its report still pending.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      child.kill('SIGTERM');
+      const chunks: Buffer[] = [];
+      child.stdout.on('data', (c: Buffer) => chunks.push(c));
+      child.stdout.resume();
+      const code = await closed;
+      const report = Buffer.concat(chunks).toString().trimEnd().split('\n');
+      expect(report.length).toBeGreaterThan(1000);
+      expect(report.at(-1)).toMatch(/^wrote /);
+      expect([0, 143], stderr).toContain(code);
+      expect(readdirSync(dir).filter((n) => n.startsWith('.') || n.includes('staging'))).toEqual(
+        [],
+      );
+    } finally {
+      child.kill('SIGKILL');
+    }
   }, 120_000);
 });
 

@@ -29,7 +29,7 @@ import { rewriteFlinkCheckpoint } from '../../src/services/formats/flink/write/r
 import { runCli } from '../e2e/harness.ts';
 import { listFlinkFixtures } from '../helpers/flink-expected.ts';
 import { cutFrames, readChannel } from '../helpers/flink-rewrite.ts';
-import { harnessDir, harnessSuite } from '../helpers/flink-harness.ts';
+import { harnessClasspath, harnessSuite } from '../helpers/flink-harness.ts';
 import { removeDir, tempDir } from '../helpers/temp.ts';
 
 const run = promisify(execFile);
@@ -63,13 +63,6 @@ const MiB = 1 << 20;
 
 const seconds = (t0: number): string => ((performance.now() - t0) / 1000).toFixed(1);
 
-async function build(profile: string): Promise<string> {
-  await run(join(harnessDir, 'build.sh'), [profile], { cwd: harnessDir, maxBuffer: 16 * MiB });
-  const target = join(harnessDir, 'target', profile);
-  const deps = (await readFile(join(target, 'classpath.txt'), 'utf8')).trim();
-  return `${join(target, 'classes')}:${deps}`;
-}
-
 /** One restored job: what the sink printed and how it ended. */
 interface Restored {
   readonly out: string[];
@@ -79,10 +72,12 @@ interface Restored {
 /** `PoisonJob restore` of each checkpoint, one JVM: RUN / OUT… / FINISHED | FAILED blocks. */
 async function restore(
   classpath: string,
+  tmp: string,
   mode: 'throw' | 'pass',
   from: readonly string[],
 ): Promise<Map<string, Restored>> {
   const args = ['-cp', classpath, 'dev.spillway.flink.PoisonJob', 'restore', '--mode', mode];
+  args.push('--tmp', tmp);
   args.push('--poison', String(POISON), ...from.flatMap((f) => ['--from', f]));
   const { stdout } = await run('java', args, { maxBuffer: 256 * MiB });
   const runs = new Map<string, Restored>();
@@ -120,7 +115,7 @@ for (const release of RELEASES) {
     beforeAll(async () => {
       root = await tempDir();
       let t0 = performance.now();
-      classpath = await build(release.profile);
+      classpath = await harnessClasspath(release.profile);
       const timings = [`maven ${seconds(t0)} s`];
       for (const variant of variantsOf(release.profile)) {
         // The poison is in flight only if the checkpoint caught it in the network buffers: a
@@ -133,6 +128,7 @@ for (const release of RELEASES) {
             'java',
             ['-cp', classpath, 'dev.spillway.flink.PoisonJob', 'write'].concat(
               ['--out', join(root, `${variant}-${attempt}`), '--poison', String(POISON)],
+              ['--tmp', join(root, 'flink-tmp')],
               VARIANT_FLAGS[variant]!,
             ),
             { maxBuffer: 256 * MiB },
@@ -195,11 +191,13 @@ for (const release of RELEASES) {
       t0 = performance.now();
       thrown = await restore(
         classpath,
+        join(root, 'flink-tmp'),
         'throw',
         cases.flatMap((c) => [c.original, c.dropped]),
       );
       passed = await restore(
         classpath,
+        join(root, 'flink-tmp'),
         'pass',
         cases.flatMap((c) => [c.original, c.same]),
       );

@@ -58,7 +58,7 @@ suite('flink records equals Flink’s own reading (fresh checkpoints)', () => {
       const started = Date.now();
       const { stdout } = await run(
         join(harnessDir, 'run.sh'),
-        [profile, 'TypedWriter', '--out', join(dir, 'ckpt')],
+        [profile, 'TypedWriter', '--out', join(dir, 'ckpt'), '--tmp', join(dir, 'flink-tmp')],
         { maxBuffer: 1 << 24 },
       );
       const chk = /^CHECKPOINT (.+)$/m.exec(stdout)![1]!;

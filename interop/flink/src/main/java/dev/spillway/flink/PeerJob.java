@@ -13,7 +13,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -45,14 +44,9 @@ public final class PeerJob {
         int buffers = Integer.parseInt(opts.getOrDefault("buffers", "640"));
         int recordBytes = Integer.parseInt(opts.getOrDefault("record-bytes", "4000"));
         Files.createDirectories(out);
-        // Flink's MiniCluster leaves files in its temp dirs: all of them go into one dir of
-        // ours, removed at the end (set before any Flink class reads java.io.tmpdir).
-        boolean ownTmp = !opts.containsKey("tmp");
-        Path tmp =
-                ownTmp
-                        ? Files.createTempDirectory("spillway-flink-")
-                        : Files.createDirectories(Path.of(opts.get("tmp")).toAbsolutePath());
-        System.setProperty("java.io.tmpdir", tmp.toString());
+        // Flink's temp files go into one dir (Scratch), before any Flink class reads java.io.tmpdir.
+        Scratch scratch = Scratch.open(opts, "peer");
+        Path tmp = scratch.dir;
 
         // Network memory for every channel's buffers on both sides, with room to spare.
         long segments = 2L * p * p * buffers + 4L * p * 64;
@@ -97,10 +91,10 @@ public final class PeerJob {
         Path kept = newestLarge(out, minBytes);
         if (kept == null) throw new IllegalStateException(chosen + " is gone after the cancel");
         chosen = kept;
-        for (Path c : RetainedCheckpoints.all(out)) if (!c.equals(chosen)) deleteTree(c);
+        for (Path c : RetainedCheckpoints.all(out)) if (!c.equals(chosen)) Scratch.deleteTree(c);
         System.out.println("CHECKPOINT " + chosen + " " + size(chosen));
         System.out.flush();
-        if (ownTmp) deleteTree(tmp);
+        scratch.close();
         System.err.printf("peer-job: %.1f s%n", (System.nanoTime() - started) / 1e9);
         System.exit(0);
     }
@@ -138,15 +132,6 @@ public final class PeerJob {
     private static long size(Path dir) throws IOException {
         try (Stream<Path> all = Files.walk(dir)) {
             return all.filter(Files::isRegularFile).mapToLong(f -> f.toFile().length()).sum();
-        }
-    }
-
-    private static void deleteTree(Path p) throws IOException {
-        if (!Files.exists(p)) return;
-        try (Stream<Path> all = Files.walk(p)) {
-            for (Path q : (Iterable<Path>) all.sorted(Comparator.reverseOrder())::iterator) {
-                Files.deleteIfExists(q);
-            }
         }
     }
 

@@ -11,14 +11,11 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * A keyed job with a poison record, for {@code spillway flink rewrite}'s real-Flink tests.
@@ -47,15 +44,12 @@ public final class PoisonJob {
     public static void main(String[] args) throws Exception {
         String command = args.length > 0 ? args[0] : "";
         Map<String, String> opts = Args.parse(java.util.Arrays.copyOfRange(args, 1, args.length));
-        Path tmp = Files.createTempDirectory("spillway-flink-poison-");
-        System.setProperty("java.io.tmpdir", tmp.toString());
         int code;
-        try {
+        try (Scratch scratch = Scratch.open(opts, "poison")) {
+            Path tmp = scratch.dir;
             if (command.equals("write")) code = write(opts, tmp);
             else if (command.equals("restore")) code = restore(args, opts, tmp);
             else throw new IllegalArgumentException("usage: PoisonJob write|restore ...");
-        } finally {
-            deleteTree(tmp);
         }
         System.out.flush();
         System.exit(code);
@@ -142,16 +136,6 @@ public final class PoisonJob {
         Throwable t = e;
         while (t.getCause() != null && t.getCause() != t) t = t.getCause();
         return (t.getClass().getSimpleName() + ": " + t.getMessage()).replace('\n', ' ');
-    }
-
-    static void deleteTree(Path p) {
-        try (Stream<Path> all = Files.walk(p)) {
-            for (Path q : (Iterable<Path>) all.sorted(Comparator.reverseOrder())::iterator) {
-                Files.deleteIfExists(q);
-            }
-        } catch (IOException | RuntimeException e) {
-            System.err.println("poison-job: could not remove " + p + ": " + e);
-        }
     }
 
     /** n to (n % 97, "r<n>"), the poison's value "poison"; slow after the poison when writing. */

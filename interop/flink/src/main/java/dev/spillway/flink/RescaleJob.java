@@ -42,14 +42,11 @@ public final class RescaleJob {
     public static void main(String[] args) throws Exception {
         String command = args.length > 0 ? args[0] : "";
         Map<String, String> opts = Args.parse(java.util.Arrays.copyOfRange(args, 1, args.length));
-        Path tmp = Files.createTempDirectory("spillway-flink-rescale-");
-        System.setProperty("java.io.tmpdir", tmp.toString());
-        try {
+        try (Scratch scratch = Scratch.open(opts, "rescale")) {
+            Path tmp = scratch.dir;
             if (command.equals("write")) write(opts, tmp);
             else if (command.equals("restore")) restore(args, opts, tmp);
             else throw new IllegalArgumentException("usage: RescaleJob write|restore ...");
-        } finally {
-            PoisonJob.deleteTree(tmp);
         }
         System.out.flush();
         System.exit(0);

@@ -18,15 +18,12 @@ import org.apache.flink.types.Row;
 import org.apache.flink.types.RowKind;
 import org.apache.flink.util.Collector;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * A MiniCluster job whose in-flight data holds records of several types ({@link TypedJob}):
@@ -49,13 +46,9 @@ public final class TypedWriter {
         Path out = Path.of(Args.required(opts, "out")).toAbsolutePath();
         int wanted = Integer.parseInt(opts.getOrDefault("checkpoints", "3"));
         Files.createDirectories(out);
-        Path tmp = Files.createTempDirectory("spillway-flink-typed-");
-        System.setProperty("java.io.tmpdir", tmp.toString());
-        try {
-            run(out, wanted, tmp);
-        } finally {
-            // Flink's temp files (minicluster_*, the extracted rpc jar) go, whatever happened.
-            deleteTree(tmp);
+        // Flink's temp files (minicluster_*, the extracted rpc jar) go, whatever happened.
+        try (Scratch scratch = Scratch.open(opts, "typed")) {
+            run(out, wanted, scratch.dir);
         }
         System.exit(0);
     }
@@ -114,7 +107,7 @@ public final class TypedWriter {
                 newest = p;
             }
         }
-        for (Path p : RetainedCheckpoints.completed(out)) if (!p.equals(newest)) deleteTree(p);
+        for (Path p : RetainedCheckpoints.completed(out)) if (!p.equals(newest)) Scratch.deleteTree(p);
         Path statsFile = out.resolve("flink-stats.json");
         Files.writeString(statsFile, Json.write(stats.get(newestN)));
         System.out.println("STATS " + statsFile);
@@ -224,16 +217,4 @@ public final class TypedWriter {
         }
     }
 
-    private static void deleteTree(Path p) throws IOException {
-        if (!Files.exists(p)) return;
-        try (Stream<Path> all = Files.walk(p)) {
-            for (Path q : (Iterable<Path>) all.sorted(Comparator.reverseOrder())::iterator) {
-                try {
-                    Files.deleteIfExists(q);
-                } catch (IOException busy) {
-                    // Flink's shutdown may still be removing parts of its temp dir.
-                }
-            }
-        }
-    }
 }

@@ -14,13 +14,9 @@ import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.util.Collector;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.NoSuchFileException;
-import java.util.Comparator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * Runs a small MiniCluster job that leaves retained unaligned checkpoints full of in-flight data,
@@ -44,15 +40,9 @@ public final class Writer {
         Path out = Path.of(Args.required(opts, "out")).toAbsolutePath();
         int wanted = Integer.parseInt(opts.getOrDefault("checkpoints", "3"));
         Files.createDirectories(out);
-        // Flink's MiniCluster leaves files in its temp dirs (minicluster_<id>/, the extracted
-        // 20+ MB flink-rpc-akka*.jar, web upload dirs): all of them go into one dir of ours,
-        // removed at the end. Set before any Flink class reads java.io.tmpdir.
-        boolean ownTmp = !opts.containsKey("tmp");
-        Path tmp =
-                ownTmp
-                        ? Files.createTempDirectory("spillway-flink-")
-                        : Files.createDirectories(Path.of(opts.get("tmp")).toAbsolutePath());
-        System.setProperty("java.io.tmpdir", tmp.toString());
+        // Flink's temp files go into one dir (Scratch), before any Flink class reads java.io.tmpdir.
+        Scratch scratch = Scratch.open(opts, "writer");
+        Path tmp = scratch.dir;
 
         Map<String, String> conf = MiniClusterConf.base(tmp, out, "400 ms");
         conf.put("execution.checkpointing.num-retained", "100");
@@ -94,18 +84,12 @@ public final class Writer {
             // Only the newest checkpoint is kept: its exclusive files are all in its chk-N dir,
             // so the older chk-N dirs are not needed to read it (a fixture stays small).
             for (Path p : RetainedCheckpoints.completed(out)) {
-                if (!p.equals(newest)) deleteTree(p);
+                if (!p.equals(newest)) Scratch.deleteTree(p);
             }
         }
         System.out.println("CHECKPOINT " + newest);
         System.out.flush();
-        if (ownTmp) {
-            try {
-                deleteTree(tmp);
-            } catch (IOException e) {
-                System.err.println("writer: could not remove " + tmp + ": " + e);
-            }
-        }
+        scratch.close();
         System.err.printf(
                 "writer: job running after %.1f s, %d checkpoints after %.1f s%n",
                 submitted, taken, (System.nanoTime() - started) / 1e9);
@@ -131,29 +115,6 @@ public final class Writer {
                 .returns(Types.LONG)
                 .name("slow-join").uid("slow-join").setParallelism(3)
                 .print().name("sink").uid("sink").setParallelism(3);
-    }
-
-    /** Removes a tree; Flink's shutdown may still be removing parts of it, so tolerate that. */
-    private static void deleteTree(Path p) throws IOException {
-        for (int attempt = 0; ; attempt++) {
-            try (Stream<Path> all = Files.walk(p)) {
-                for (Path q : (Iterable<Path>) all.sorted(Comparator.reverseOrder())::iterator) {
-                    Files.deleteIfExists(q);
-                }
-                return;
-            } catch (NoSuchFileException gone) {
-                if (!Files.exists(p)) return;
-            } catch (IOException | UncheckedIOException busy) {
-                if (attempt >= 20) throw busy instanceof IOException
-                        ? (IOException) busy : ((UncheckedIOException) busy).getCause();
-            }
-            try {
-                Thread.sleep(100);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
     }
 
     /**
