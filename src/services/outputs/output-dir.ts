@@ -233,7 +233,9 @@ export class OutputDir {
     };
     // A tree (nested names): the dirs it needs in DIR, and which of them this run creates —
     // in the journal, so an undo now or after a crash removes exactly those.
-    const tree = treeDirs(channels.flatMap((c) => (typeof c === 'string' ? [c] : [])));
+    // The names walked where they are: a copy (and an array per name, as a flatMap made) was
+    // ~10 MB at 262,144 channels, at the run's peak of memory.
+    const tree = treeDirs(namesAmong(channels));
     const created = tree.length === 0 ? [] : await missingDirs(this.fs, this.dir, tree);
     if (tree.length > 0 && this.overwrite) {
       throw new OutputDirError(this.dir, 'a tree of subtask dirs is never published over files');
@@ -347,6 +349,11 @@ export class OutputDir {
     for (const parent of this.parents) releaseAtExit(parent);
     if (this.createdDir) await removeCreated(this.fs, this.dir, this.parents);
   }
+}
+
+/** The names (strings) among `channels`, in order, without a copy of the list. */
+function* namesAmong(channels: readonly (ChannelInfo | string)[]): Generator<string> {
+  for (const c of channels) if (typeof c === 'string') yield c;
 }
 
 /** Whether two paths name the same file (dev and inode), neither followed if a link. */
