@@ -16,16 +16,43 @@
  *
  * @packageDocumentation
  */
+import { drainMachineOnce, type DrainMachine } from './machines/drain.machine.ts';
+import { fetchMachineOnce, type FetchMachine } from './machines/fetch.machine.ts';
+import { gapMachineOnce, type GapMachine } from './machines/gap.machine.ts';
+import { taskMachineOnce, type TaskMachine } from './machines/task.machine.ts';
+
 export {
-  taskMachine,
   stageOf,
   type TaskContext,
   type TaskInput,
   type Outcome,
 } from './machines/task.machine.ts';
-export { fetchMachine } from './machines/fetch.machine.ts';
-export { gapMachine } from './machines/gap.machine.ts';
-export { drainMachine } from './machines/drain.machine.ts';
+
+// The machines are made here, when `spillway/machines` is imported; `spillway` itself makes
+// them on its first recovery (importing it does not pay for XState building them).
+/**
+ * The task machine: one recovering task, `alive.restoring` (fetch → gap → drain, each an
+ * invoked stage machine) → `alive.running` → `finished`, `failed` or `cancelled`. Every
+ * ownership move of a spill resource is a named action over `context.ownership` (G2), and the
+ * task's registry closes whatever a stage still holds on any ending (G1).
+ * `recoverChannelState()` wires its services; programs driving it themselves use this.
+ *
+ * @example
+ * ```ts
+ * import { createActor } from 'xstate';
+ * import { taskMachine } from 'spillway/machines';
+ *
+ * const actor = createActor(taskMachine, { input: { services, autoFinish: true } }).start();
+ * actor.subscribe((snapshot) => console.log(snapshot.value, snapshot.context.ownership));
+ * ```
+ */
+export const taskMachine: TaskMachine = taskMachineOnce();
+/** Stage 1, fetch: the checkpoint read and spilled (the task machine's `fetchMachine`). */
+export const fetchMachine: FetchMachine = fetchMachineOnce();
+/** Stage 2, gap: the mailbox steps between fetch and drain (the task machine's `gapMachine`). */
+export const gapMachine: GapMachine = gapMachineOnce();
+/** Stage 3, drain: the spilled bytes into the channels (the task machine's `drainMachine`). */
+export const drainMachine: DrainMachine = drainMachineOnce();
 export type {
   OwnerId,
   ResourceId,

@@ -6,9 +6,6 @@
 import { validateRecoverOptions } from './recovery-options.ts';
 import { invalidOption } from './services/option-error.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
-// A value import only: the runner's types (the task machine's, XState's) stay out of this
-// module's declarations, so the package entry's types never reach XState's (docs/package.md).
-import { runRecoveryToDirectory } from './recover-to-directory-run.ts';
 import type {
   DirectoryReport,
   RecoverToDirectoryOptions,
@@ -65,5 +62,8 @@ export function recoverToDirectory(options: RecoverToDirectoryOptions): Promise<
     channels: () => ({ onBuffer: () => undefined, onFinished: () => undefined }),
     ...(rescale !== undefined ? { rescale: { subtask: 0, ...rescale } } : {}),
   });
-  return runRecoveryToDirectory(options);
+  // The runner (the directory's preflight, sinks, publish) is loaded on the first call:
+  // importing the package does not load it. A value import only: the runner's types (the task
+  // machine's, XState's) stay out of this module's declarations (docs/package.md).
+  return import('./recover-to-directory-run.ts').then((run) => run.runRecoveryToDirectory(options));
 }

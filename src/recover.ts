@@ -4,9 +4,9 @@
  * actor and turns the actor's ending into one promise that settles only after every resource is
  * closed.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from './services/node-crypto.ts';
 import { createActor, type Actor, type InspectionEvent } from 'xstate';
-import { stageOf, taskMachine } from './machines/task.machine.ts';
+import { stageOf, taskMachineOnce, type TaskMachine } from './machines/task.machine.ts';
 import type { CheckpointResult } from './machines/events.ts';
 import type { TaskHooks, TaskServices } from './machines/task-services.ts';
 import { checkHookTargets, withHooks } from './machines/task-hooks.ts';
@@ -66,7 +66,7 @@ export interface StartOptions extends PublicRecoverOptions {
 
 /** A recovery with the task actor's full XState type (tests, the pool, the bench). */
 export interface StartedRecovery extends PublicRecovery {
-  readonly actor: Actor<typeof taskMachine>;
+  readonly actor: Actor<TaskMachine>;
 }
 
 /**
@@ -74,18 +74,15 @@ export interface StartedRecovery extends PublicRecovery {
  * The package's one `recoverChannelState` (src/index.ts) is this, with the public types.
  */
 export function startRecovery(options: StartOptions): StartedRecovery {
-  return startRecoveryOn(taskMachine, options);
+  return startRecoveryOn(taskMachineOnce(), options);
 }
 
 /**
- * `startRecovery` on a given task machine: the product composes it with {@link taskMachine};
+ * `startRecovery` on a given task machine: the product composes it with {@link taskMachineOnce};
  * the model suite's mutation check hands in variants made in its own code with
  * `taskMachine.provide(...)`, to prove the oracle can fail.
  */
-export function startRecoveryOn(
-  machine: typeof taskMachine,
-  options: StartOptions,
-): StartedRecovery {
+export function startRecoveryOn(machine: TaskMachine, options: StartOptions): StartedRecovery {
   validateRecoverOptions(options, ['hooks', 'flinkPlan', 'fs']);
   // A hook whose actor the machine does not invoke would never run: refused, loudly.
   if (options.hooks !== undefined) checkHookTargets(machine);

@@ -3,7 +3,7 @@
  * published coalesced, and who owns which spill resource with where it is and how big.
  */
 import type { Actor } from 'xstate';
-import type { taskMachine, TaskContext } from './machines/task.machine.ts';
+import type { TaskMachine, TaskContext } from './machines/task.machine.ts';
 import type { ResourceId } from './machines/events.ts';
 import type { OwnedResource, OwnershipReport } from './recovery-types.ts';
 import type { ProgressCounters, RecoveryProgress } from './services/progress.ts';
@@ -64,7 +64,7 @@ export function describeOwnership(
  * and must not break the task: it is dropped.
  */
 export function watchProgress(
-  actor: Actor<typeof taskMachine>,
+  actor: Actor<TaskMachine>,
   read: () => RecoveryProgress,
   onProgress: (progress: RecoveryProgress) => void,
   { intervalMs }: { intervalMs: number },

@@ -34,9 +34,9 @@ import {
   type Ownership,
   type OwnershipMove,
 } from './ownership.ts';
-import { fetchMachine, type FetchOutput } from './fetch.machine.ts';
-import { gapMachine } from './gap.machine.ts';
-import { drainMachine } from './drain.machine.ts';
+import { fetchMachineOnce, type FetchOutput } from './fetch.machine.ts';
+import { gapMachineOnce } from './gap.machine.ts';
+import { drainMachineOnce } from './drain.machine.ts';
 import { registryActor } from './registry.actor.ts';
 import { checkpointWriter } from './checkpoint-writer.actor.ts';
 import { ACTOR_IDS } from './actor-ids.ts';
@@ -111,294 +111,309 @@ const STAGE_ERROR = {
   params: ({ event }: { event: { error: unknown } }) => ({ error: event.error }),
 } as const;
 
+/** The task machine (`taskMachine` in `spillway/machines`, where its use is shown). */
+function createTaskMachine() {
+  return setup({
+    types: {} as {
+      input: TaskInput;
+      context: TaskContext;
+      events: TaskEvent;
+      tags: StageTag;
+    },
+    actors: {
+      registryActor,
+      fetchMachine: fetchMachineOnce(),
+      gapMachine: gapMachineOnce(),
+      drainMachine: drainMachineOnce(),
+      checkpointWriter,
+    },
+    actions: {
+      /**
+       * The resourceCloser: starts closing the registry. Never throws (it only starts a promise
+       * that `done` awaits), and a second call is a no-op. It goes through the registry actor's
+       * mailbox rather than closing directly: `sendTo` runs deferred, after the transition, so a
+       * direct close here would snapshot the registry before the `own`/`disown` messages of the
+       * same macrostep arrive (a reader released by SPILL.RELEASED in the step that ends the task
+       * would be closed a second time by the registry, its failure reported twice).
+       */
+      resourceCloser: enqueueActions(({ enqueue }) =>
+        enqueue.sendTo('registry', { type: 'close' } satisfies RegistryEvent),
+      ),
+      /** Whatever is still owned as the task ends is the registry's to close. */
+      recordLeftovers: assign({
+        closedByRegistry: ({ context }) => leftovers(context.ownership),
+        ownership: () => ({}),
+      }),
+      takeTaskDir: enqueueActions(
+        ({ context, enqueue }, params: { owner: OwnerId; closeable: Closeable }) =>
+          applyMove(enqueue, takeTaskDir(context.ownership, params.owner, params.closeable)),
+      ),
+      handOffFetchedState: enqueueActions(
+        ({ context, enqueue }, params: { state: FetchedChannelState }) => {
+          enqueue.assign({ state: params.state });
+          applyMove(enqueue, handOffFetchedState(context.ownership, params.state));
+        },
+      ),
+      adoptDrainer: enqueueActions(({ context, enqueue }, params: { drainer: Drainer }) => {
+        enqueue.assign({ drainer: params.drainer });
+        applyMove(enqueue, adoptDrainer(context.ownership, params.drainer));
+      }),
+      markTriggerInstalled: assign({ trigger: 'drainer' as const }),
+      passToDrain: assign({ ownership: ({ context }) => passToDrain(context.ownership) }),
+      adoptSnapshotReader: enqueueActions(
+        ({ context, enqueue }, params: { checkpointId: number; reader: SpillReader }) =>
+          applyMove(
+            enqueue,
+            adoptSnapshotReader(context.ownership, params.checkpointId, params.reader),
+          ),
+      ),
+      releaseResource: enqueueActions(
+        ({ context, enqueue }, params: { resource: ResourceId; error: Error | undefined }) => {
+          const { resource, error } = params;
+          applyMove(
+            enqueue,
+            releaseResource(
+              context.ownership,
+              resource,
+              error !== undefined,
+              stateDeleted(context, error),
+            ),
+          );
+          // Row C1: a failed close is the task's failure if it otherwise finishes.
+          if (error !== undefined) enqueue(() => context.ending.cleanupFailed(error));
+        },
+      ),
+      startCheckpointWriter: enqueueActions(
+        ({ context, enqueue, self }, params: Omit<CheckpointEvent, 'type'>) => {
+          enqueue.assign({ checkpoints: context.checkpoints + 1 });
+          enqueue.spawnChild('checkpointWriter', {
+            id: checkpointOwner(params.checkpointId),
+            input: {
+              parent: self,
+              drainer: context.drainer!,
+              checkpointId: params.checkpointId,
+              out: params.out,
+              signal: params.signal,
+              reply: params.reply,
+              remainder: remainderFormat(context.services.rescale),
+              s3: context.services.remote?.s3,
+              ending: context.ending,
+            },
+          });
+        },
+      ),
+      /** Before the drainer is installed the trigger is NOT_READY: the checkpoint is declined. */
+      declineCheckpoint: (_, params: { checkpointId: number; reply: CheckpointReply }) =>
+        params.reply.reject(
+          new CheckpointDeclinedError(params.checkpointId, 'recovery trigger not ready'),
+        ),
+      recordFetchOutput: assign({ fetch: (_, params: { output: FetchOutput }) => params.output }),
+      recordDrainReport: assign({ drain: (_, params: { report: DrainReport }) => params.report }),
+      recordStageError: assign({
+        cause: ({ context }, params: { error: unknown }) => context.cause ?? toError(params.error),
+      }),
+      recordCancel: assign({
+        cause: ({ context }, params: { reason: unknown }) =>
+          context.cause ?? cancellation(params.reason),
+      }),
+      recordFailure: assign({
+        cause: ({ context }, params: { error: Error }) => context.cause ?? params.error,
+      }),
+    },
+    guards: {
+      triggerInstalled: ({ context }) => context.trigger === 'drainer',
+      readyToFinish: ({ context }) => context.autoFinish && !holdsSnapshot(context.ownership),
+    },
+  }).createMachine({
+    id: 'task',
+    description: 'One recovering task: fetch → gap → drain, then running until it ends.',
+    context: ({ input }) => ({
+      services: input.services,
+      autoFinish: input.autoFinish ?? true,
+      ownership: {},
+      closedByRegistry: [],
+      state: undefined,
+      drainer: undefined,
+      trigger: 'not-ready',
+      fetch: undefined,
+      drain: undefined,
+      checkpoints: 0,
+      cause: undefined,
+      ending: new TaskEnding(input.services),
+    }),
+    // Root-level, so it lives exactly as long as the task; its disposer is the backstop for a
+    // bare actor.stop(), where no exit action runs.
+    invoke: {
+      id: 'registry',
+      src: 'registryActor',
+      input: ({ context }) => ({ ending: context.ending }),
+    },
+    initial: 'alive',
+    states: {
+      alive: {
+        description:
+          'Every ending leaves this state, so its exit action (the resourceCloser) closes whatever the stages did not release.',
+        exit: ['resourceCloser', 'recordLeftovers'],
+        on: {
+          'SPILL.OWNED': {
+            actions: {
+              type: 'takeTaskDir',
+              params: ({ event }) => ({ owner: event.owner, closeable: event.closeable }),
+            },
+          },
+          'FETCH.HANDOFF': {
+            actions: {
+              type: 'handOffFetchedState',
+              params: ({ event }) => ({ state: event.state }),
+            },
+          },
+          'DRAINER.READY': {
+            actions: { type: 'adoptDrainer', params: ({ event }) => ({ drainer: event.drainer }) },
+          },
+          'TRIGGER.INSTALLED': { actions: 'markTriggerInstalled' },
+          'SNAPSHOT.OWNED': {
+            actions: {
+              type: 'adoptSnapshotReader',
+              params: ({ event }) => ({ checkpointId: event.checkpointId, reader: event.reader }),
+            },
+          },
+          'SPILL.RELEASED': {
+            actions: {
+              type: 'releaseResource',
+              params: ({ event }) => ({ resource: event.resource, error: event.error }),
+            },
+          },
+          CHECKPOINT: [
+            {
+              guard: 'triggerInstalled',
+              actions: {
+                type: 'startCheckpointWriter',
+                params: ({ event }) => ({
+                  checkpointId: event.checkpointId,
+                  out: event.out,
+                  signal: event.signal,
+                  reply: event.reply,
+                }),
+              },
+            },
+            {
+              description: 'Before the drainer is installed the trigger is NOT_READY: decline.',
+              actions: {
+                type: 'declineCheckpoint',
+                params: ({ event }) => ({ checkpointId: event.checkpointId, reply: event.reply }),
+              },
+            },
+          ],
+          CANCEL: {
+            target: 'cancelled',
+            actions: { type: 'recordCancel', params: ({ event }) => ({ reason: event.reason }) },
+          },
+          FAIL: {
+            target: 'failed',
+            actions: { type: 'recordFailure', params: ({ event }) => ({ error: event.error }) },
+          },
+        },
+        initial: 'restoring',
+        states: {
+          restoring: {
+            description: 'Recovering channel state: the three stages in order.',
+            initial: 'fetching',
+            states: {
+              fetching: {
+                description: 'Stage 1 (fetch machine): checkpoint → spill files.',
+                tags: ['fetch'],
+                invoke: {
+                  id: ACTOR_IDS.fetch,
+                  src: 'fetchMachine',
+                  input: ({ context, self }) => ({
+                    services: context.services,
+                    ending: context.ending,
+                    parent: self,
+                  }),
+                  onDone: {
+                    target: 'gap',
+                    actions: {
+                      type: 'recordFetchOutput',
+                      params: ({ event }) => ({ output: event.output }),
+                    },
+                  },
+                  onError: { target: '#task.failed', actions: STAGE_ERROR },
+                },
+              },
+              gap: {
+                description: 'Stage 2 (gap machine): mailbox mails build and install the drainer.',
+                tags: ['gap'],
+                invoke: {
+                  id: ACTOR_IDS.gap,
+                  src: 'gapMachine',
+                  input: ({ context, self }) => ({
+                    services: context.services,
+                    ending: context.ending,
+                    parent: self,
+                    state: context.state!,
+                  }),
+                  onDone: { target: 'draining', actions: 'passToDrain' },
+                  onError: { target: '#task.failed', actions: STAGE_ERROR },
+                },
+              },
+              draining: {
+                description: 'Stage 3 (drain machine): spill files → channels.',
+                tags: ['drain'],
+                invoke: {
+                  id: ACTOR_IDS.drain,
+                  src: 'drainMachine',
+                  input: ({ context, self }) => ({
+                    services: context.services,
+                    ending: context.ending,
+                    parent: self,
+                    state: context.state!,
+                    drainer: context.drainer!,
+                  }),
+                  onDone: {
+                    target: '#task.alive.running',
+                    actions: {
+                      type: 'recordDrainReport',
+                      params: ({ event }) => ({ report: event.output }),
+                    },
+                  },
+                  onError: { target: '#task.failed', actions: STAGE_ERROR },
+                },
+              },
+            },
+          },
+          running: {
+            description:
+              'Recovered. Ends on FINISH, or by itself once no checkpoint writer is busy.',
+            tags: ['running'],
+            always: { guard: 'readyToFinish', target: '#task.finished' },
+            on: { FINISH: '#task.finished' },
+          },
+        },
+      },
+      finished: { type: 'final', description: 'Recovered and ended normally.' },
+      failed: { type: 'final', description: 'A stage failed; `cause` is the first real error.' },
+      cancelled: { type: 'final', description: 'Cancelled; every resource was closed.' },
+    },
+  });
+}
+
+/** The type of {@link taskMachineOnce}'s machine (`taskMachine` in `spillway/machines`). */
+export type TaskMachine = ReturnType<typeof createTaskMachine>;
+
+let taskMachineMade: TaskMachine | undefined;
+
 /**
- * The task machine: one recovering task, `alive.restoring` (fetch → gap → drain, each an
- * invoked stage machine) → `alive.running` → `finished`, `failed` or `cancelled`. Every
- * ownership move of a spill resource is a named action over `context.ownership` (G2), and the
- * task's registry closes whatever a stage still holds on any ending (G1).
- * `recoverChannelState()` wires its services; programs driving it themselves use this.
+ * The machine, created on the first call rather than at import: XState builds a machine's
+ * state nodes when it is created, and the four machines were ~7 ms of importing the package.
  *
  * @example
  * ```ts
- * import { createActor } from 'xstate';
- * import { taskMachine } from 'spillway/machines';
- *
- * const actor = createActor(taskMachine, { input: { services, autoFinish: true } }).start();
- * actor.subscribe((snapshot) => console.log(snapshot.value, snapshot.context.ownership));
+ * const machine = taskMachineOnce(); // the same object on every call
  * ```
  */
-export const taskMachine = setup({
-  types: {} as {
-    input: TaskInput;
-    context: TaskContext;
-    events: TaskEvent;
-    tags: StageTag;
-  },
-  actors: { registryActor, fetchMachine, gapMachine, drainMachine, checkpointWriter },
-  actions: {
-    /**
-     * The resourceCloser: starts closing the registry. Never throws (it only starts a promise
-     * that `done` awaits), and a second call is a no-op. It goes through the registry actor's
-     * mailbox rather than closing directly: `sendTo` runs deferred, after the transition, so a
-     * direct close here would snapshot the registry before the `own`/`disown` messages of the
-     * same macrostep arrive (a reader released by SPILL.RELEASED in the step that ends the task
-     * would be closed a second time by the registry, its failure reported twice).
-     */
-    resourceCloser: enqueueActions(({ enqueue }) =>
-      enqueue.sendTo('registry', { type: 'close' } satisfies RegistryEvent),
-    ),
-    /** Whatever is still owned as the task ends is the registry's to close. */
-    recordLeftovers: assign({
-      closedByRegistry: ({ context }) => leftovers(context.ownership),
-      ownership: () => ({}),
-    }),
-    takeTaskDir: enqueueActions(
-      ({ context, enqueue }, params: { owner: OwnerId; closeable: Closeable }) =>
-        applyMove(enqueue, takeTaskDir(context.ownership, params.owner, params.closeable)),
-    ),
-    handOffFetchedState: enqueueActions(
-      ({ context, enqueue }, params: { state: FetchedChannelState }) => {
-        enqueue.assign({ state: params.state });
-        applyMove(enqueue, handOffFetchedState(context.ownership, params.state));
-      },
-    ),
-    adoptDrainer: enqueueActions(({ context, enqueue }, params: { drainer: Drainer }) => {
-      enqueue.assign({ drainer: params.drainer });
-      applyMove(enqueue, adoptDrainer(context.ownership, params.drainer));
-    }),
-    markTriggerInstalled: assign({ trigger: 'drainer' as const }),
-    passToDrain: assign({ ownership: ({ context }) => passToDrain(context.ownership) }),
-    adoptSnapshotReader: enqueueActions(
-      ({ context, enqueue }, params: { checkpointId: number; reader: SpillReader }) =>
-        applyMove(
-          enqueue,
-          adoptSnapshotReader(context.ownership, params.checkpointId, params.reader),
-        ),
-    ),
-    releaseResource: enqueueActions(
-      ({ context, enqueue }, params: { resource: ResourceId; error: Error | undefined }) => {
-        const { resource, error } = params;
-        applyMove(
-          enqueue,
-          releaseResource(
-            context.ownership,
-            resource,
-            error !== undefined,
-            stateDeleted(context, error),
-          ),
-        );
-        // Row C1: a failed close is the task's failure if it otherwise finishes.
-        if (error !== undefined) enqueue(() => context.ending.cleanupFailed(error));
-      },
-    ),
-    startCheckpointWriter: enqueueActions(
-      ({ context, enqueue, self }, params: Omit<CheckpointEvent, 'type'>) => {
-        enqueue.assign({ checkpoints: context.checkpoints + 1 });
-        enqueue.spawnChild('checkpointWriter', {
-          id: checkpointOwner(params.checkpointId),
-          input: {
-            parent: self,
-            drainer: context.drainer!,
-            checkpointId: params.checkpointId,
-            out: params.out,
-            signal: params.signal,
-            reply: params.reply,
-            remainder: remainderFormat(context.services.rescale),
-            s3: context.services.remote?.s3,
-            ending: context.ending,
-          },
-        });
-      },
-    ),
-    /** Before the drainer is installed the trigger is NOT_READY: the checkpoint is declined. */
-    declineCheckpoint: (_, params: { checkpointId: number; reply: CheckpointReply }) =>
-      params.reply.reject(
-        new CheckpointDeclinedError(params.checkpointId, 'recovery trigger not ready'),
-      ),
-    recordFetchOutput: assign({ fetch: (_, params: { output: FetchOutput }) => params.output }),
-    recordDrainReport: assign({ drain: (_, params: { report: DrainReport }) => params.report }),
-    recordStageError: assign({
-      cause: ({ context }, params: { error: unknown }) => context.cause ?? toError(params.error),
-    }),
-    recordCancel: assign({
-      cause: ({ context }, params: { reason: unknown }) =>
-        context.cause ?? cancellation(params.reason),
-    }),
-    recordFailure: assign({
-      cause: ({ context }, params: { error: Error }) => context.cause ?? params.error,
-    }),
-  },
-  guards: {
-    triggerInstalled: ({ context }) => context.trigger === 'drainer',
-    readyToFinish: ({ context }) => context.autoFinish && !holdsSnapshot(context.ownership),
-  },
-}).createMachine({
-  id: 'task',
-  description: 'One recovering task: fetch → gap → drain, then running until it ends.',
-  context: ({ input }) => ({
-    services: input.services,
-    autoFinish: input.autoFinish ?? true,
-    ownership: {},
-    closedByRegistry: [],
-    state: undefined,
-    drainer: undefined,
-    trigger: 'not-ready',
-    fetch: undefined,
-    drain: undefined,
-    checkpoints: 0,
-    cause: undefined,
-    ending: new TaskEnding(input.services),
-  }),
-  // Root-level, so it lives exactly as long as the task; its disposer is the backstop for a
-  // bare actor.stop(), where no exit action runs.
-  invoke: {
-    id: 'registry',
-    src: 'registryActor',
-    input: ({ context }) => ({ ending: context.ending }),
-  },
-  initial: 'alive',
-  states: {
-    alive: {
-      description:
-        'Every ending leaves this state, so its exit action (the resourceCloser) closes whatever the stages did not release.',
-      exit: ['resourceCloser', 'recordLeftovers'],
-      on: {
-        'SPILL.OWNED': {
-          actions: {
-            type: 'takeTaskDir',
-            params: ({ event }) => ({ owner: event.owner, closeable: event.closeable }),
-          },
-        },
-        'FETCH.HANDOFF': {
-          actions: { type: 'handOffFetchedState', params: ({ event }) => ({ state: event.state }) },
-        },
-        'DRAINER.READY': {
-          actions: { type: 'adoptDrainer', params: ({ event }) => ({ drainer: event.drainer }) },
-        },
-        'TRIGGER.INSTALLED': { actions: 'markTriggerInstalled' },
-        'SNAPSHOT.OWNED': {
-          actions: {
-            type: 'adoptSnapshotReader',
-            params: ({ event }) => ({ checkpointId: event.checkpointId, reader: event.reader }),
-          },
-        },
-        'SPILL.RELEASED': {
-          actions: {
-            type: 'releaseResource',
-            params: ({ event }) => ({ resource: event.resource, error: event.error }),
-          },
-        },
-        CHECKPOINT: [
-          {
-            guard: 'triggerInstalled',
-            actions: {
-              type: 'startCheckpointWriter',
-              params: ({ event }) => ({
-                checkpointId: event.checkpointId,
-                out: event.out,
-                signal: event.signal,
-                reply: event.reply,
-              }),
-            },
-          },
-          {
-            description: 'Before the drainer is installed the trigger is NOT_READY: decline.',
-            actions: {
-              type: 'declineCheckpoint',
-              params: ({ event }) => ({ checkpointId: event.checkpointId, reply: event.reply }),
-            },
-          },
-        ],
-        CANCEL: {
-          target: 'cancelled',
-          actions: { type: 'recordCancel', params: ({ event }) => ({ reason: event.reason }) },
-        },
-        FAIL: {
-          target: 'failed',
-          actions: { type: 'recordFailure', params: ({ event }) => ({ error: event.error }) },
-        },
-      },
-      initial: 'restoring',
-      states: {
-        restoring: {
-          description: 'Recovering channel state: the three stages in order.',
-          initial: 'fetching',
-          states: {
-            fetching: {
-              description: 'Stage 1 (fetch machine): checkpoint → spill files.',
-              tags: ['fetch'],
-              invoke: {
-                id: ACTOR_IDS.fetch,
-                src: 'fetchMachine',
-                input: ({ context, self }) => ({
-                  services: context.services,
-                  ending: context.ending,
-                  parent: self,
-                }),
-                onDone: {
-                  target: 'gap',
-                  actions: {
-                    type: 'recordFetchOutput',
-                    params: ({ event }) => ({ output: event.output }),
-                  },
-                },
-                onError: { target: '#task.failed', actions: STAGE_ERROR },
-              },
-            },
-            gap: {
-              description: 'Stage 2 (gap machine): mailbox mails build and install the drainer.',
-              tags: ['gap'],
-              invoke: {
-                id: ACTOR_IDS.gap,
-                src: 'gapMachine',
-                input: ({ context, self }) => ({
-                  services: context.services,
-                  ending: context.ending,
-                  parent: self,
-                  state: context.state!,
-                }),
-                onDone: { target: 'draining', actions: 'passToDrain' },
-                onError: { target: '#task.failed', actions: STAGE_ERROR },
-              },
-            },
-            draining: {
-              description: 'Stage 3 (drain machine): spill files → channels.',
-              tags: ['drain'],
-              invoke: {
-                id: ACTOR_IDS.drain,
-                src: 'drainMachine',
-                input: ({ context, self }) => ({
-                  services: context.services,
-                  ending: context.ending,
-                  parent: self,
-                  state: context.state!,
-                  drainer: context.drainer!,
-                }),
-                onDone: {
-                  target: '#task.alive.running',
-                  actions: {
-                    type: 'recordDrainReport',
-                    params: ({ event }) => ({ report: event.output }),
-                  },
-                },
-                onError: { target: '#task.failed', actions: STAGE_ERROR },
-              },
-            },
-          },
-        },
-        running: {
-          description: 'Recovered. Ends on FINISH, or by itself once no checkpoint writer is busy.',
-          tags: ['running'],
-          always: { guard: 'readyToFinish', target: '#task.finished' },
-          on: { FINISH: '#task.finished' },
-        },
-      },
-    },
-    finished: { type: 'final', description: 'Recovered and ended normally.' },
-    failed: { type: 'final', description: 'A stage failed; `cause` is the first real error.' },
-    cancelled: { type: 'final', description: 'Cancelled; every resource was closed.' },
-  },
-});
+export function taskMachineOnce(): TaskMachine {
+  return (taskMachineMade ??= createTaskMachine());
+}
 
 /**
  * The stage a task snapshot is in, read from its state tags: `'fetch'`, `'gap'`, `'drain'`,
@@ -409,7 +424,7 @@ export const taskMachine = setup({
  * recovery.actor.subscribe((snapshot) => console.log(stageOf(snapshot)));
  * ```
  */
-export function stageOf(snapshot: SnapshotFrom<typeof taskMachine>): StageTag | undefined {
+export function stageOf(snapshot: SnapshotFrom<TaskMachine>): StageTag | undefined {
   for (const tag of STAGE_TAGS) {
     if (snapshot.hasTag(tag)) return tag;
   }

@@ -10,11 +10,13 @@
  * checkpoint's entry check and the spill segments' CRCs.
  */
 import { createRequire } from 'node:module';
-import { crc32 as zlibCrc32 } from 'node:zlib';
 
 type Crc32 = (data: Buffer, initial?: number) => number;
 
 function load(): Crc32 {
+  // node:zlib on first use too: it loads Node's stream modules, which importing Spillway
+  // otherwise does not need.
+  const zlibCrc32: Crc32 = process.getBuiltinModule('node:zlib').crc32;
   try {
     const native = createRequire(import.meta.url)('@node-rs/crc32') as { crc32: Crc32 };
     // Trust it only if it agrees with zlib (same polynomial, same chaining of `initial`).

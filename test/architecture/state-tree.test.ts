@@ -7,7 +7,8 @@
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { StateValueFrom } from 'xstate';
-import { taskMachine, type Outcome } from '../../src/machines/task.machine.ts';
+import { taskMachine } from '../../src/machines.ts';
+import type { Outcome } from '../../src/machines/task.machine.ts';
 import type { TaskStateValue } from '../../src/recovery-types.ts';
 import { ENDINGS, RESTORING_STATES, STAGE_NAMES } from '../../src/services/stage.ts';
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { setup } from 'xstate';
-import { taskMachine } from '../../src/machines/task.machine.ts';
+import { taskMachine } from '../../src/machines.ts';
 import { HOOK_TARGETS, checkHookTargets } from '../../src/machines/task-hooks.ts';
 import { startRecoveryOn } from '../../src/recover.ts';
 import { InternalError } from '../../src/services/errors.ts';

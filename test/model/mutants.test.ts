@@ -4,7 +4,7 @@
  * Each mutant's test stands alone; the line `mutants caught: N/4` is printed after the file.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { taskMachine } from '../../src/machines/task.machine.ts';
+import { taskMachine } from '../../src/machines.ts';
 import { makeSmallCheckpoint, suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { traverseModel } from './paths.ts';
 import { OracleViolation, replayPath } from './replay.ts';

@@ -4,10 +4,9 @@
  * fail. Each mutant breaks exactly one thing the design depends on.
  */
 import { fromCallback, setup, type CallbackLogicFunction } from 'xstate';
-import { taskMachine } from '../../src/machines/task.machine.ts';
+import { fetchMachine, taskMachine } from '../../src/machines.ts';
 import {
   createSpillCheckpoint,
-  fetchMachine,
   spillRules,
   type SpillRules,
 } from '../../src/machines/fetch.machine.ts';

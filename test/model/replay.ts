@@ -22,7 +22,7 @@ import {
   type RecoveryReport,
   type StartedRecovery as Recovery,
 } from '../../src/recover.ts';
-import { taskMachine } from '../../src/machines/task.machine.ts';
+import { taskMachine } from '../../src/machines.ts';
 import type { CheckpointResult } from '../../src/machines/events.ts';
 import type { TaskHooks, TaskServices } from '../../src/machines/task-services.ts';
 import { channelKey } from '../../src/services/channel.ts';

@@ -25,7 +25,8 @@
  *
  * Memory: one response chunk at a time (G8), whatever the object's size.
  */
-import { createHash, type Hash } from 'node:crypto';
+import type { Hash } from 'node:crypto';
+import { createHash } from '../node-crypto.ts';
 import {
   AbortedError,
   CheckpointChangedError,

@@ -20,7 +20,7 @@
  * (its journal says `publishing`: the user's files come back) or completed (`committed`), then
  * removed.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../node-crypto.ts';
 import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
 import { dirPrefix } from './dir-prefix.ts';

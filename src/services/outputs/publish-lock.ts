@@ -11,7 +11,7 @@
  * or whose owner marker is judged dead by the sweep's rules (G7), is stale and taken over; a
  * live holder is waited for, as long as the caller's signal allows.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../node-crypto.ts';
 import { basename, join } from 'node:path';
 import { AbortedError, errnoOf } from '../errors.ts';
 import { releaseAtExit, removeAtExit } from '../exit-cleanup.ts';

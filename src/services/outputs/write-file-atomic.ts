@@ -3,7 +3,7 @@
  * the rename is atomic), synced, then renamed over `path`. A reader never sees half a report;
  * a failure removes the temp file and leaves whatever was at `path` untouched.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../node-crypto.ts';
 import { basename, dirname, join } from 'node:path';
 import { addSuppressed, ours } from '../errors.ts';
 import { fsSeam } from '../fs.ts';

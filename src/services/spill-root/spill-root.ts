@@ -7,7 +7,7 @@
  * that opens a spill root first sweeps it (./sweep.ts); the sweep judges owners by identity
  * (./identity.ts, ./liveness.ts) and touches nothing it cannot prove dead.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../node-crypto.ts';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { addSuppressed, CleanupError, MisuseError, SpillRootError, errnoOf } from '../errors.ts';

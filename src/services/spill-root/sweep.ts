@@ -4,7 +4,7 @@
  * concurrent sweepers), never follows a symlink, never leaves `<root>/spillway/`, and logs and
  * continues on errors.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../node-crypto.ts';
 import { join, resolve } from 'node:path';
 import type { Stats } from '../fs.ts';
 import { CleanupError, SpillRootError, errnoOf } from '../errors.ts';

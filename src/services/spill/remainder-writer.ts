@@ -3,7 +3,7 @@
  * during recovery) as an SPWC checkpoint file: one entry per segment, like Flink's
  * `writeInputFromSpill`.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../node-crypto.ts';
 import { basename, dirname, join } from 'node:path';
 import { CheckpointWriter } from '../formats/spwc/writer.ts';
 import { fsSeam } from '../fs.ts';

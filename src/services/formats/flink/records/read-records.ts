@@ -6,16 +6,15 @@
  */
 import { AbortedError, CancelledError, ours } from '../../../errors.ts';
 import type { FlinkKey } from '../entry-source.ts';
-import { resolveOperator } from '../metadata.ts';
+import type { resolveOperator } from '../metadata.ts';
 import type { FlinkCheckpointMetadata, FlinkOperatorState } from '../metadata-types.ts';
 import type { FlinkPathOptions } from '../paths.ts';
 import type { SourceOptions } from '../../../locations/source.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from '../../../rescale/record-parser.ts';
-import { compileDecoder } from './decode.ts';
 import type { FlinkElement } from './elements.ts';
-import { ElementSink, type ChannelRead } from './channel-reader.ts';
+import type { ElementSink, ChannelRead } from './channel-reader.ts';
 import { parseTypeSpec, type FlinkType } from './type-spec.ts';
-import { completePartialRecord, type Completion } from './stitch.ts';
+import type { Completion } from './stitch.ts';
 
 /**
  * Flink's channel-state reader, loaded when records are first read (as formats/entries.ts loads
@@ -230,7 +229,15 @@ class RecordsRead {
       allowPaths: options.allowPaths,
       relocate: options.relocate,
     };
-    const { planFlinkSelection, readFlinkEntries } = await flinkReader();
+    // Loaded by the first `next()`, not at import: the reader, the metadata's operator lookup,
+    // the decoders and the element sink (importing the package does not load them).
+    const [{ planFlinkSelection, readFlinkEntries }, { resolveOperator }, decode, elements] =
+      await Promise.all([
+        flinkReader(),
+        import('../metadata.ts'),
+        import('./decode.ts'),
+        import('./channel-reader.ts'),
+      ]);
     await readFlinkEntries(
       options.checkpoint,
       options.metadata === undefined
@@ -269,14 +276,14 @@ class RecordsRead {
           metadata = info.metadata;
           operator = info.operator;
           const reading = {
-            decodeValue: this.type === undefined ? undefined : compileDecoder(this.type),
+            decodeValue: this.type === undefined ? undefined : decode.compileDecoder(this.type),
             decode: options.decode,
             key: options.key,
             maxParallelism: options.maxParallelism ?? operator.maxParallelism,
           };
-          sink = new ElementSink(reading, maxElementBytes, this.push);
+          sink = new elements.ElementSink(reading, maxElementBytes, this.push);
           if (side === 'input' && options.stitch !== false)
-            resolveUpstreams(metadata, operator, options.upstream, upstreams);
+            resolveUpstreams(metadata, operator, options.upstream, upstreams, resolveOperator);
         },
       },
     );
@@ -324,10 +331,11 @@ function resolveUpstreams(
   operator: FlinkOperatorState,
   given: Readonly<Record<number, string>> | undefined,
   into: Map<number, FlinkOperatorState>,
+  resolve: typeof resolveOperator,
 ): void {
   if (given !== undefined && Object.keys(given).length > 0) {
     for (const [gate, name] of Object.entries(given))
-      into.set(Number(gate), resolveOperator(metadata, name));
+      into.set(Number(gate), resolve(metadata, name));
     return;
   }
   const withOutput = metadata.operators.filter(
@@ -355,7 +363,10 @@ async function readUpstreamCompletion(
   if (upstreamSubtask >= upstream.parallelism) return undefined;
   const heads = new Map<number, { pieces: Buffer[]; bytes: number; result?: Completion }>();
   let current: { pieces: Buffer[]; bytes: number; result?: Completion } | undefined;
-  const { readFlinkEntries } = await flinkReader();
+  const [{ readFlinkEntries }, { completePartialRecord }] = await Promise.all([
+    flinkReader(),
+    import('./stitch.ts'),
+  ]);
   await readFlinkEntries(
     options.checkpoint,
     {

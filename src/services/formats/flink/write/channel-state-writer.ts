@@ -8,7 +8,7 @@
  * `ChannelStatePendingResult` writes it: its own blob, header and ONE entry holding all its
  * bytes (`extractAndMerge`), offsets `[4]`, state size = the blob's length.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../../../node-crypto.ts';
 import { join } from 'node:path';
 import { fsSeam, type SeamFile } from '../../../fs.ts';
 import { CHANNEL_STATE_INT_BYTES, CHANNEL_STATE_VERSION } from '../channel-state.ts';

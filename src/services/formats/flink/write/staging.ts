@@ -5,7 +5,7 @@
  * created half. NEWDIR must be local, absent or an empty directory, and outside the source
  * checkpoint's directory (a staging dir there would write into the source).
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../../../node-crypto.ts';
 import { basename, dirname, relative, resolve, isAbsolute } from 'node:path';
 import { RewriteRefusedError, errnoOf } from '../../../errors.ts';
 import { fsSeam } from '../../../fs.ts';
