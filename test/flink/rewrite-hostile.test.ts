@@ -50,6 +50,22 @@ async function partialChannel(chk: string): Promise<[string, number, number, num
   throw new Error(`no partial record after a whole one in ${chk}`);
 }
 
+/**
+ * A copy of 1.20.5-file whose first input channel is ~16 MiB of channel state in 4 KiB entries
+ * (a rewrite long enough to be cut anywhere), and the key of its first record (thousands of
+ * records have it).
+ */
+async function bigRewrite(): Promise<{ dir: string; chk: string; key: bigint }> {
+  const dir = await tempRoot();
+  const chk = await copyFixtureCheckpoint(fixtureByName('1.20.5-file'), dir);
+  const meta = await readFlinkMetadata(chk);
+  const op = meta.operators.find((o) => o.subtasks.some((s) => s.inputChannels.length > 0))!;
+  const st = op.subtasks.find((s) => s.inputChannels.length > 0)!;
+  const h = st.inputChannels[0]!;
+  const payload = await splitChannel(chk, op.id, st.index, h.gate, h.channel, 4096, 8000);
+  return { dir, chk, key: cutFrames(payload).frames[0]!.readBigInt64BE(4 + 9) };
+}
+
 describe('flink rewrite refuses bad selectors and NEWDIRs with exit 2 and writes nothing', () => {
   const f = fixtureByName('1.20.5-file');
 
@@ -303,16 +319,7 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
   });
 
   it('SIGTERM at random moments: NEWDIR whole (and said so) or nothing, never a staging dir; exit 143 or 0; the source unchanged', async () => {
-    const f = fixtureByName('1.20.5-file');
-    const dir = await tempRoot();
-    const chk = await copyFixtureCheckpoint(f, dir);
-    const meta = await readFlinkMetadata(chk);
-    const op = meta.operators.find((o) => o.subtasks.some((s) => s.inputChannels.length > 0))!;
-    const st = op.subtasks.find((s) => s.inputChannels.length > 0)!;
-    const h = st.inputChannels[0]!;
-    // ~16 MiB of channel state in 4 KiB entries: a rewrite long enough to be cut anywhere.
-    const payload = await splitChannel(chk, op.id, st.index, h.gate, h.channel, 4096, 8000);
-    const key = cutFrames(payload).frames[0]!.readBigInt64BE(4 + 9);
+    const { dir, chk, key } = await bigRewrite();
     const before = hashTree(join(dir, 'job'));
     const args = (out: string): string[] => [
       'flink',
@@ -363,16 +370,8 @@ describe('flink rewrite under faults leaves nothing at NEWDIR', () => {
 
 describe('flink rewrite: a signal after the commit', () => {
   it('SIGTERM while its report drains: the report is whole ("wrote" its last line), exit 143, NEWDIR whole', async () => {
-    const f = fixtureByName('1.20.5-file');
-    const dir = await tempRoot();
-    const chk = await copyFixtureCheckpoint(f, dir);
-    const meta = await readFlinkMetadata(chk);
-    const op = meta.operators.find((o) => o.subtasks.some((s) => s.inputChannels.length > 0))!;
-    const st = op.subtasks.find((s) => s.inputChannels.length > 0)!;
-    const h = st.inputChannels[0]!;
     // Thousands of dropped records: a report of ~1 MB, far more than a pipe holds.
-    const payload = await splitChannel(chk, op.id, st.index, h.gate, h.channel, 4096, 8000);
-    const key = cutFrames(payload).frames[0]!.readBigInt64BE(4 + 9);
+    const { dir, chk, key } = await bigRewrite();
     const out = join(dir, 'new');
     const args = ['rewrite', chk, '--out', out, '--drop-key', String(key), '--key', 'long'];
     const child = spawn(process.execPath, [spillwayBin, 'flink', ...args], {
