@@ -139,16 +139,17 @@ export class ChannelFileSink {
     return Array.from(this.done.subarray(0, this.doneCount), channelOfId);
   }
 
+  /** How many channels have finished (their files: {@link fileNameAt}). */
+  get finishedCount(): number {
+    return this.doneCount;
+  }
+
   /**
-   * The finished channels' file names, each after `prefix` (`sub/` or ''), in order: what a
-   * publish moves, made without a `ChannelInfo` array in between (262,144 of them at once).
+   * The file name of the `k`th channel finished, made on each call: what a publish moves,
+   * without a list of them all (at 262,144 channels ~19 MB) nor a `ChannelInfo` per channel.
    */
-  fileNames(prefix: string): string[] {
-    const names = new Array<string>(this.doneCount);
-    for (let k = 0; k < names.length; k++) {
-      names[k] = prefix + this.fileName(channelOfId(this.done[k]!));
-    }
-    return names;
+  fileNameAt(k: number): string {
+    return this.fileName(channelOfId(this.done[k]!));
   }
 
   /**

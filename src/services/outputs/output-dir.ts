@@ -24,8 +24,9 @@ import { randomBytes } from '../node-crypto.ts';
 import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
 import { dirPrefix } from './dir-prefix.ts';
-import { CHANNEL_FILE_RE, channelFileName } from './file-names.ts';
+import { CHANNEL_FILE_RE } from './file-names.ts';
 import { missingDirs, removeDirs, treeDirs } from './publish-tree.ts';
+import { eachName, publishNamesOf, type PublishNames } from './publish-names.ts';
 import { acquirePublishLock, settlePublishLock } from './publish-lock.ts';
 import type { ChannelInfo } from '../channel.ts';
 import {
@@ -180,23 +181,20 @@ export class OutputDir {
    * Without `overwrite`, a name taken meanwhile is an {@link OutputExistsError}.
    */
   async publish(
-    channels: readonly (ChannelInfo | string)[],
+    channels: readonly (ChannelInfo | string)[] | PublishNames,
     options: PublishOptions = {},
   ): Promise<void> {
     this.end();
     const { signal } = options;
+    const names = publishNamesOf(channels);
     // What to take back on a failure, one byte per channel (not a closure per file: there may
     // be hundreds of thousands): bit 1 published, bit 2 an existing entry moved aside.
-    const done = new Uint8Array(channels.length);
+    const done = new Uint8Array(names.length);
     // Paths by concatenation onto the two dirs' normalized prefixes: a file name has no
     // separator, and path.join per file was the largest user-time cost of 262,144 channels.
     const inStaging = dirPrefix(this.stagingDir);
     const inDir = dirPrefix(this.dir);
-    // A string is a file name already (a Flink output subpartition's file).
-    const nameOf = (k: number): string => {
-      const c = channels[k]!;
-      return typeof c === 'string' ? c : channelFileName('input', c);
-    };
+    const nameOf = (k: number): string => names.nameAt(k);
     const checkpoint = () => {
       if (signal?.aborted === true) {
         throw new AbortedError(`publishing into ${this.dir} cancelled`, { cause: signal.reason });
@@ -233,9 +231,9 @@ export class OutputDir {
     };
     // A tree (nested names): the dirs it needs in DIR, and which of them this run creates —
     // in the journal, so an undo now or after a crash removes exactly those.
-    // The names walked where they are: a copy (and an array per name, as a flatMap made) was
+    // The names walked one by one: a copy (and an array per name, as a flatMap made) was
     // ~10 MB at 262,144 channels, at the run's peak of memory.
-    const tree = treeDirs(namesAmong(channels));
+    const tree = treeDirs(eachName(names));
     const created = tree.length === 0 ? [] : await missingDirs(this.fs, this.dir, tree);
     if (tree.length > 0 && this.overwrite) {
       throw new OutputDirError(this.dir, 'a tree of subtask dirs is never published over files');
@@ -262,7 +260,7 @@ export class OutputDir {
         await this.fs.mkdir(inDir + rel, { mode: 0o777 });
         made++;
       }
-      await forEachInTurns(channels.length, publishOne);
+      await forEachInTurns(names.length, publishOne);
       checkpoint();
       for (const rel of tree) await syncDir(this.fs, inDir + rel);
       await syncDir(this.fs, this.dir);
@@ -284,7 +282,7 @@ export class OutputDir {
     await syncDir(this.fs, this.stagingDir).catch(() => undefined);
     // The staged links (and replaced originals) go in turns too; whatever fails here is left
     // to the general delete below, which reports it.
-    await forEachInTurns(channels.length, (k) => {
+    await forEachInTurns(names.length, (k) => {
       const name = nameOf(k);
       this.fs.unlinkSync(inStaging + name);
       if ((done[k]! & MOVED_ASIDE) !== 0) this.fs.unlinkSync(inStaging + REPLACED + name);
@@ -349,11 +347,6 @@ export class OutputDir {
     for (const parent of this.parents) releaseAtExit(parent);
     if (this.createdDir) await removeCreated(this.fs, this.dir, this.parents);
   }
-}
-
-/** The names (strings) among `channels`, in order, without a copy of the list. */
-function* namesAmong(channels: readonly (ChannelInfo | string)[]): Generator<string> {
-  for (const c of channels) if (typeof c === 'string') yield c;
 }
 
 /** Whether two paths name the same file (dev and inode), neither followed if a link. */

@@ -38,6 +38,7 @@ import {
   type OutputSide,
 } from './file-names.ts';
 import { OutputDir } from './output-dir.ts';
+import { namesOfSinks, type PublishNames } from './publish-names.ts';
 
 /** What one recovery reports that a directory's report adds up. */
 export interface SideReport {
@@ -244,7 +245,7 @@ export async function recoverIntoDirectory(
         }
       });
     }
-    const names = sinks.flatMap(({ sink, dir }) => sink.fileNames(dir === '' ? '' : `${dir}/`));
+    const names = namesOfSinks(sinks);
     // One step (G10): a signal before its commit point undoes every move and cancels the
     // run; after it, the run is complete and a late signal changes nothing.
     await out.publish(names, options.signal !== undefined ? { signal: options.signal } : {});
@@ -400,11 +401,13 @@ async function refuseTakenNames(out: string, units: readonly PlannedUnit[]): Pro
 /** Which of the files DIR held before were replaced by this run, and which it left alone. */
 function sortExisting(
   existing: readonly string[],
-  published: readonly string[],
+  published: PublishNames,
 ): { replaced: string[]; stale: string[] } {
   // A set only when DIR held channel files: at 262,144 names it is ~20 MiB a fresh DIR never
   // needs, and a scan per file took minutes at 20,000.
-  const names = new Set(existing.length === 0 ? [] : published);
+  const names = new Set<string>();
+  if (existing.length > 0)
+    for (let k = 0; k < published.length; k++) names.add(published.nameAt(k));
   return {
     replaced: existing.filter((name) => names.has(name)),
     stale: existing.filter((name) => !names.has(name)),
