@@ -7,12 +7,11 @@
 import { fsConstants as constants } from '../fs.ts';
 import { CheckpointPathError, cleanUpOnFailure, errnoOf } from '../errors.ts';
 import { fsSeam, type SeamFile } from '../fs.ts';
-import { httpFetcher, type HttpFetcherOptions } from './http-source.ts';
+import type { HttpFetcherOptions } from './http-source.ts';
 import { factsOf, isRemoteLocation, type SchemeFacts } from './schemes.ts';
 import type { RemoteOptions } from './remote-options.ts';
-import { openResumable } from './resume.ts';
+import type { openResumable } from './resume.ts';
 import type { ResumableOptions } from './range-fetcher.ts';
-import { s3Fetcher } from './s3-source.ts';
 
 /**
  * Errnos of `open` that say "this path is not a checkpoint", not "the machine is failing".
@@ -192,7 +191,10 @@ export async function openCheckpointSource(
 ): Promise<{ file: CheckpointByteSource; bytes: number }> {
   const reader = factsOf(location)?.reader ?? 'file';
   if (reader === 'file') return openCheckpointFile(location, options.planned);
-  const file = await openResumable(REMOTE_READERS[reader](location, options), options);
+  // The remote readers are loaded for the first remote location: importing the package and
+  // every local recovery do without them.
+  const fetcher = await REMOTE_READERS[reader](location, options);
+  const file = await (await import('./resume.ts')).openResumable(fetcher, options);
   return { file, bytes: file.bytes };
 }
 
@@ -203,10 +205,13 @@ export async function openCheckpointSource(
  */
 const REMOTE_READERS: Record<
   Exclude<SchemeFacts['reader'], 'file'>,
-  (location: string, options: SourceOptions) => Parameters<typeof openResumable>[0]
+  (location: string, options: SourceOptions) => Promise<Parameters<typeof openResumable>[0]>
 > = {
-  http: (location, options) => httpFetcher(location, { redirects: options.redirects ?? 'follow' }),
-  s3: (location, options) => s3Fetcher(location, options.s3),
+  http: async (location, options) =>
+    (await import('./http-source.ts')).httpFetcher(location, {
+      redirects: options.redirects ?? 'follow',
+    }),
+  s3: async (location, options) => (await import('./s3-source.ts')).s3Fetcher(location, options.s3),
 };
 
 /**

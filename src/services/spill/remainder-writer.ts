@@ -12,7 +12,6 @@ import { channelKey } from '../channel.ts';
 import type { SpillReader } from './spill-reader.ts';
 import { isRemoteLocation } from '../locations/schemes.ts';
 import type { S3Options } from '../locations/remote-options.ts';
-import { deleteObject, uploadFile } from '../locations/s3-upload.ts';
 import { tmpdir } from 'node:os';
 
 /** Where a remainder may go besides a local path: `s3://` (multipart upload). */
@@ -99,6 +98,8 @@ export async function writeRemainder(
     await writer?.close();
     if (writer !== undefined && upload) {
       try {
+        // The S3 client's code is loaded for the first s3:// remainder only.
+        const { uploadFile } = await import('../locations/s3-upload.ts');
         await uploadFile(target, out, { s3: remote.s3, signal: remote.signal });
       } finally {
         await fsSeam.rm(target);
@@ -199,6 +200,7 @@ export function defaultRemainderPath(taskDir: string | undefined, checkpointId: 
 }
 
 export async function discardRemainder(file: string, s3?: S3Options): Promise<void> {
-  if (isRemoteLocation(file)) await deleteObject(file, s3);
+  if (isRemoteLocation(file))
+    await (await import('../locations/s3-upload.ts')).deleteObject(file, s3);
   else await fsSeam.rm(file);
 }
