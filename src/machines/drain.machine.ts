@@ -6,6 +6,7 @@ import { addSuppressed, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
 import { ACTOR_IDS } from './actor-ids.ts';
 import type { LateErrors, TaskServices } from './task-services.ts';
+import { madeOnce } from './made-once.ts';
 
 export interface DrainInput {
   services: TaskServices;
@@ -86,17 +87,5 @@ function createDrainMachine() {
 /** The type of {@link drainMachineOnce}'s machine (`drainMachine` in `spillway/machines`). */
 export type DrainMachine = ReturnType<typeof createDrainMachine>;
 
-let drainMachineMade: DrainMachine | undefined;
-
-/**
- * The machine, created on the first call rather than at import: XState builds a machine's
- * state nodes when it is created, and the four machines were ~7 ms of importing the package.
- *
- * @example
- * ```ts
- * const machine = drainMachineOnce(); // the same object on every call
- * ```
- */
-export function drainMachineOnce(): DrainMachine {
-  return (drainMachineMade ??= createDrainMachine());
-}
+/** The machine, made on its first call (see {@link madeOnce}): the same object after. */
+export const drainMachineOnce: () => DrainMachine = madeOnce(createDrainMachine);

@@ -6,6 +6,7 @@ import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
 import { ACTOR_IDS } from './actor-ids.ts';
 import type { LateErrors, TaskServices } from './task-services.ts';
+import { madeOnce } from './made-once.ts';
 
 export interface FetchInput {
   services: TaskServices;
@@ -157,17 +158,5 @@ function createFetchMachine() {
 /** The type of {@link fetchMachineOnce}'s machine (`fetchMachine` in `spillway/machines`). */
 export type FetchMachine = ReturnType<typeof createFetchMachine>;
 
-let fetchMachineMade: FetchMachine | undefined;
-
-/**
- * The machine, created on the first call rather than at import: XState builds a machine's
- * state nodes when it is created, and the four machines were ~7 ms of importing the package.
- *
- * @example
- * ```ts
- * const machine = fetchMachineOnce(); // the same object on every call
- * ```
- */
-export function fetchMachineOnce(): FetchMachine {
-  return (fetchMachineMade ??= createFetchMachine());
-}
+/** The machine, made on its first call (see {@link madeOnce}): the same object after. */
+export const fetchMachineOnce: () => FetchMachine = madeOnce(createFetchMachine);

@@ -8,6 +8,7 @@ import { AbortedError, toError } from '../services/errors.ts';
 import type { TaskRef } from './task-ref.ts';
 import { ACTOR_IDS } from './actor-ids.ts';
 import type { LateErrors, TaskServices } from './task-services.ts';
+import { madeOnce } from './made-once.ts';
 
 export interface GapInput {
   services: TaskServices;
@@ -133,17 +134,5 @@ function createGapMachine() {
 /** The type of {@link gapMachineOnce}'s machine (`gapMachine` in `spillway/machines`). */
 export type GapMachine = ReturnType<typeof createGapMachine>;
 
-let gapMachineMade: GapMachine | undefined;
-
-/**
- * The machine, created on the first call rather than at import: XState builds a machine's
- * state nodes when it is created, and the four machines were ~7 ms of importing the package.
- *
- * @example
- * ```ts
- * const machine = gapMachineOnce(); // the same object on every call
- * ```
- */
-export function gapMachineOnce(): GapMachine {
-  return (gapMachineMade ??= createGapMachine());
-}
+/** The machine, made on its first call (see {@link madeOnce}): the same object after. */
+export const gapMachineOnce: () => GapMachine = madeOnce(createGapMachine);

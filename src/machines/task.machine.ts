@@ -43,6 +43,7 @@ import { ACTOR_IDS } from './actor-ids.ts';
 import type { TaskServices } from './task-services.ts';
 import { ENDINGS, STAGE_TAGS, type StageTag } from '../services/stage.ts';
 import { remainderFormat } from '../services/rescale/rescale-options.ts';
+import { madeOnce } from './made-once.ts';
 
 export interface TaskInput {
   services: TaskServices;
@@ -400,20 +401,8 @@ function createTaskMachine() {
 /** The type of {@link taskMachineOnce}'s machine (`taskMachine` in `spillway/machines`). */
 export type TaskMachine = ReturnType<typeof createTaskMachine>;
 
-let taskMachineMade: TaskMachine | undefined;
-
-/**
- * The machine, created on the first call rather than at import: XState builds a machine's
- * state nodes when it is created, and the four machines were ~7 ms of importing the package.
- *
- * @example
- * ```ts
- * const machine = taskMachineOnce(); // the same object on every call
- * ```
- */
-export function taskMachineOnce(): TaskMachine {
-  return (taskMachineMade ??= createTaskMachine());
-}
+/** The machine, made on its first call (see {@link madeOnce}): the same object after. */
+export const taskMachineOnce: () => TaskMachine = madeOnce(createTaskMachine);
 
 /**
  * The stage a task snapshot is in, read from its state tags: `'fetch'`, `'gap'`, `'drain'`,
