@@ -90,7 +90,7 @@ export async function recoverFannedOut<T>(
   const total = await recovery.done;
   for (const sink of own) await sink.finish();
   const shares = own.map((sink, i) => ({
-    channels: sink.channels.length,
+    channels: sink.finishedCount,
     bytesDelivered: sink.bytes,
     ...(bySubtask?.[i] !== undefined ? { records: bySubtask[i] } : {}),
   }));
