@@ -27,6 +27,8 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 // of every input file's content, so a checkout, an edit or a new dependency rebuilds, and a
 // touch or a second run does not. `--force` rebuilds anyway.
 const STAMP = join(root, 'dist', '.build-stamp.json');
+/** The build's own settings, inputs beside the sources: a change to one starts tsc over. */
+const SETTINGS = ['scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
 const inputs = buildInputs();
 const previous = readStamp();
 const changed = Object.keys(inputs).filter((f) => previous?.[f] !== inputs[f]);
@@ -47,9 +49,39 @@ console.error(
         `(${[...changed, ...removed].slice(0, 3).join(', ')}${changed.length + removed.length > 3 ? ', …' : ''}); compiling`,
 );
 
+// tsc compiles incrementally into .tsc/ (gitignored), which keeps its output and its
+// .tsbuildinfo between builds: an edit recompiles the files it touches and re-checks what
+// depends on their types (~2.5 s for a body, against ~8 s for everything). dist/ is then made
+// afresh from it, because the bundling below overwrites tsc's entry files in dist/ in place.
+// .tsc/ sits beside dist/ at the same depth, so the source maps' relative paths hold in both.
+// A removed source (tsc never deletes an output) or a changed build setting starts it over.
+const TSC_OUT = join(root, '.tsc');
+if (
+  process.argv.includes('--force') ||
+  previous === undefined ||
+  removed.length > 0 ||
+  changed.some((f) => SETTINGS.includes(f) || f === 'package-lock.json')
+) {
+  rmSync(TSC_OUT, { recursive: true, force: true });
+}
+execFileSync(
+  process.execPath,
+  [
+    tsc,
+    '-p',
+    join(root, 'tsconfig.build.json'),
+    '--outDir',
+    TSC_OUT,
+    '--incremental',
+    '--tsBuildInfoFile',
+    join(TSC_OUT, '.tsbuildinfo'),
+  ],
+  { stdio: 'inherit' },
+);
 rmSync(join(root, 'dist'), { recursive: true, force: true });
-execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], {
-  stdio: 'inherit',
+cpSync(TSC_OUT, join(root, 'dist'), {
+  recursive: true,
+  filter: (from) => from !== join(TSC_OUT, '.tsbuildinfo'),
 });
 cpSync(join(root, 'inspector', 'page'), join(root, 'dist', 'inspector', 'page'), {
   recursive: true,
@@ -185,13 +217,7 @@ function buildInputs() {
     }
   };
   for (const dir of ['src', 'inspector', 'bench']) walk(dir);
-  for (const f of [
-    'scripts/build.mjs',
-    'tsconfig.json',
-    'tsconfig.build.json',
-    'package.json',
-    'package-lock.json',
-  ]) {
+  for (const f of [...SETTINGS, 'package-lock.json']) {
     if (existsSync(join(root, f))) add(f);
   }
   return files;

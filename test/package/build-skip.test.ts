@@ -2,10 +2,12 @@
  * `npm start` and `npm test` build first; a build whose sources did not change is skipped and
  * says so (issues 32 and 33: it cost 7–15 s, silently, on every run). Run on a copy of the
  * build's inputs in a temp dir, so the repository's own dist/ is never rebuilt under the tests
- * that spawn it.
+ * that spawn it. A build that does run recompiles only what changed (tsc's incremental output
+ * kept in .tsc/).
  */
 import { execFile } from 'node:child_process';
-import { cp, readFile, symlink, utimes } from 'node:fs/promises';
+import { appendFile, cp, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,4 +56,30 @@ describe('the build before start and test', () => {
     await utimes(join(copy, 'src', 'index.ts'), later, later);
     expect((await build()).stderr).toMatch(/up to date/);
   }, 120_000);
+
+  it('an edit recompiles only the files it touches; a removed source leaves dist/ too', async () => {
+    await build(); // up to date or not, from here on the copy has a complete build
+    const untouched = join(copy, '.tsc', 'src', 'services', 'crc32.js');
+    const before = (await stat(untouched)).mtimeMs;
+
+    await appendFile(join(copy, 'src', 'services', 'human-bytes.ts'), '// incremental-probe\n');
+    const edited = await build();
+    expect(edited.stderr).toMatch(
+      /^build: 1 file\(s\) changed since the last build \(src\/services\/human-bytes\.ts\); compiling$/m,
+    );
+    expect(
+      await readFile(join(copy, 'dist', 'src', 'services', 'human-bytes.js'), 'utf8'),
+    ).toContain('incremental-probe');
+    // tsc kept what the edit does not reach: the same output file, not written again.
+    expect((await stat(untouched)).mtimeMs).toBe(before);
+
+    await writeFile(join(copy, 'src', 'probe-extra.ts'), 'export const probe = 1;\n');
+    await build();
+    expect(existsSync(join(copy, 'dist', 'src', 'probe-extra.js'))).toBe(true);
+    await rm(join(copy, 'src', 'probe-extra.ts'));
+    await build();
+    // tsc never deletes an output: a removed source starts its output over, so none is stale.
+    expect(existsSync(join(copy, 'dist', 'src', 'probe-extra.js'))).toBe(false);
+    expect(existsSync(join(copy, '.tsc', 'src', 'probe-extra.js'))).toBe(false);
+  }, 180_000);
 });
