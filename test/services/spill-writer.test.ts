@@ -7,6 +7,7 @@ import type { ChannelInfo } from '../../src/services/channel.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
+import { ioBuffers } from '../../src/services/buffer-pool.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { deferred, exists, macrotasks, pauseOn, settle, until } from '../helpers/async.ts';
 
@@ -388,6 +389,39 @@ describe('SpillWriter abort flag (G3) and discard (F2, F3)', () => {
     await Promise.all([discarding, joined]);
     expect(await closing).toBeInstanceOf(AbortedError);
     expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('G3 the segment buffers go back to the pool only once the write in flight settled', async () => {
+    const { writer, taskDir } = await newWriter({ maxSegmentBytes: 32 });
+    await writer.append(C0, bytes(16));
+    const pause = pauseOn('write');
+    const closing = settle(writer.close());
+    await pause.reached;
+    const kept = ioBuffers.keptBytes;
+    const discarding = writer.discardSpilledFiles();
+    await macrotasks();
+    // The paused write has yet to read one of them: another writer must not get it.
+    expect(ioBuffers.keptBytes).toBe(kept);
+    pause.release();
+    await discarding;
+    expect(await closing).toBeInstanceOf(AbortedError);
+    expect(ioBuffers.keptBytes).toBe(kept + 2 * 2 * 32);
+    expect(await exists(taskDir)).toBe(false);
+  });
+
+  it('a writer after another one that closed spills its own bytes into the kept buffers', async () => {
+    const first = await newWriter({ maxSegmentBytes: 32 });
+    await first.writer.append(C0, bytes(40, 1));
+    const firstState = await first.writer.close();
+    const second = await newWriter({ maxSegmentBytes: 32 });
+    await second.writer.append(C1, bytes(40, 2));
+    const secondState = await second.writer.close();
+    const bodies = async (files: readonly string[]) =>
+      Buffer.concat((await segmentsOf(files)).flat().map((s) => s.body));
+    expect(await bodies(firstState.files)).toEqual(bytes(40, 1));
+    expect(await bodies(secondState.files)).toEqual(bytes(40, 2));
+    await firstState.release();
+    await secondState.release();
   });
 
   it('G3 discardSpilledFiles during a paused task-dir creation still removes the dir', async () => {

@@ -7,6 +7,8 @@
 import { crc32, crc32Combine, crc32Suffix } from '../crc32.ts';
 import type { ChannelInfo } from '../channel.ts';
 import { SEGMENT_HEADER_BYTES, writeSegmentHeader } from './segment-format.ts';
+import { ioBuffers } from '../buffer-pool.ts';
+import { MisuseError } from '../errors.ts';
 
 /** A segment just sealed: its channel and its length, header included. */
 export interface SealedSegment {
@@ -44,13 +46,15 @@ export class SegmentBuffer {
   channel = -1;
   /** CRC-32 of the open segment's body so far. */
   private crc = 0;
+  private released = false;
 
   constructor(private readonly maxSegmentBytes: number) {
-    this.buffer = Buffer.allocUnsafe(2 * maxSegmentBytes);
+    this.buffer = ioBuffers.take(2 * maxSegmentBytes);
   }
 
   /** Starts a segment of `info` after the pending ones. */
   open(info: ChannelInfo): void {
+    if (this.released) throw new MisuseError('segment buffer used after release()');
     this.gate = info.gate;
     this.channel = info.channel;
     this.length = SEGMENT_HEADER_BYTES;
@@ -63,6 +67,7 @@ export class SegmentBuffer {
    * hashed, and the returned value is the CRC of what is left after the piece.
    */
   add(bytes: Buffer, offset: number, n: number, restCrc: number | undefined): number | undefined {
+    if (this.released) throw new MisuseError('segment buffer used after release()');
     const rest = bytes.length - offset;
     const piece = n === bytes.length ? bytes : bytes.subarray(offset, offset + n);
     const bodyBefore = this.length - SEGMENT_HEADER_BYTES;
@@ -84,6 +89,7 @@ export class SegmentBuffer {
    * has no body: never an empty segment, hence never an empty file.
    */
   seal(): SealedSegment | undefined {
+    if (this.released) throw new MisuseError('segment buffer used after release()');
     const bodyLength = this.length - SEGMENT_HEADER_BYTES;
     const length = this.length;
     this.length = 0;
@@ -106,10 +112,26 @@ export class SegmentBuffer {
    * retry would write them twice.
    */
   take(length: number): Buffer {
+    if (this.released) throw new MisuseError('segment buffer used after release()');
     const buffer = this.buffer;
-    this.buffer = this.spare ?? Buffer.allocUnsafe(buffer.length);
+    this.buffer = this.spare ?? ioBuffers.take(buffer.length);
     this.spare = buffer;
     this.pending = 0;
     return buffer.subarray(0, length);
+  }
+
+  /**
+   * Gives both buffers to the process's pool (buffer-pool.ts) for the next writer. Only once
+   * no write holds either any more (the writer's last write settled); idempotent, and the
+   * buffer refuses any use after it.
+   */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    ioBuffers.give(this.buffer);
+    if (this.spare !== undefined) ioBuffers.give(this.spare);
+    this.spare = undefined;
+    this.pending = 0;
+    this.length = 0;
   }
 }

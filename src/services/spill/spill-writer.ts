@@ -89,7 +89,6 @@ export class SpillWriter {
   private readonly lastSegment = new Map<number, number>();
   /** Segments sealed so far (the drain reads them in this order). */
   private segmentsSealed = 0;
-
   private file: SeamFile | undefined;
   /** Bytes given to the current file: written, or sealed and pending in the buffer. */
   private fileBytes = 0;
@@ -248,7 +247,8 @@ export class SpillWriter {
     this.closed = true;
     if (this.segments.length > 0) this.sealSegment();
     await this.flush();
-    await this.closeFile();
+    await this.closeFile(); // waited for the last write: the pool may have the buffers
+    this.segments.release();
     this.checkAbort('seal the fetched state');
     const state = new FetchedChannelState(
       this.files,
@@ -288,6 +288,8 @@ export class SpillWriter {
   private startDiscard(): Promise<void> {
     this.discarding ??= (async () => {
       await this.inflight.catch(() => undefined);
+      await this.writing; // settled, so no write reads the buffers the pool gets back
+      this.segments.release();
       await this.file?.close().catch(() => undefined);
       // Only a dir this writer created: mkdir is exclusive, so after EEXIST (or before any
       // mkdir) the path belongs to someone else, and deleting it would destroy their files.

@@ -5,7 +5,13 @@
  */
 import { crc32, crc32Combine } from '../../crc32.ts';
 import { AbortedError, CorruptCheckpointError } from '../../errors.ts';
-import { closeAfter, openCheckpointSource, type SourceOptions } from '../../locations/source.ts';
+import {
+  closeAfter,
+  openCheckpointSource,
+  type CheckpointByteSource,
+  type SourceOptions,
+} from '../../locations/source.ts';
+import { ioBuffers } from '../../buffer-pool.ts';
 import { redactLocation } from '../../locations/redact.ts';
 import { isRemoteLocation } from '../../locations/schemes.ts';
 import {
@@ -151,44 +157,59 @@ export async function readCheckpoint(
 
   const { file, bytes } = await openCheckpointSource(path, { ...options.remote, signal });
   options.onOpen?.(bytes);
-  return closeAfter(file, async () => {
-    try {
-      // Two buffers for the whole file, alternating: the visitor only borrows slices of the one
-      // being parsed while the next chunk of a local file is read into the other, so the read
-      // on the thread pool overlaps the CRC and the spill copy on the main thread. A remote
-      // source reads one range at a time (its reads are resumable streams), so one buffer.
-      const readAhead = !isRemoteLocation(path);
-      let buf = Buffer.allocUnsafe(chunkBytes);
-      let other = readAhead ? Buffer.allocUnsafe(chunkBytes) : buf;
-      let next: Promise<number> | undefined;
-      const parser = new CheckpointParser(visitor, corrupt, throwIfAborted);
-      for (;;) {
-        throwIfAborted();
-        const n = await (next ?? file.read(buf, 0, chunkBytes, parser.filePos));
-        next = undefined;
-        if (n === 0) break;
-        if (readAhead && parser.filePos + n < bytes) {
-          next = file.read(other, 0, chunkBytes, parser.filePos + n);
-          // Handled here so a failure while this chunk is parsed is no unhandled rejection;
-          // it is still thrown by the await above. closeAfter's close waits for the read.
-          next.catch(() => undefined);
-        }
-        parser.startChunk(n);
-        while (parser.at < n) {
-          // Awaited only when the visitor returned a promise: a synchronous visitor (a spill
-          // write that only copied) costs no microtask and no promise per entry, which at
-          // hundreds of thousands of small entries is most of the garbage (G8).
-          const waiting = parser.step(buf, n);
-          if (waiting !== undefined) await waiting;
-        }
-        [buf, other] = [other, buf];
-      }
-      return parser.end();
-    } catch (e) {
-      options.onFailure?.(e);
-      throw e;
+  // Two buffers for the whole file, alternating: the visitor only borrows slices of the one
+  // being parsed while the next chunk of a local file is read into the other, so the read on
+  // the thread pool overlaps the CRC and the spill copy on the main thread. A remote source
+  // reads one range at a time (its reads are resumable streams), so one buffer. A local
+  // file's two come from the process's pool and go back to it at the end (buffer-pool.ts): a
+  // visitor's slices are valid only during its call, and the read ahead has settled by then.
+  // A remote read's buffer is not kept: a stream cut short need not have stopped writing.
+  const readAhead = !isRemoteLocation(path);
+  let buf = readAhead ? ioBuffers.take(chunkBytes) : Buffer.allocUnsafe(chunkBytes);
+  let other = readAhead ? ioBuffers.take(chunkBytes) : buf;
+  let next: Promise<number> | undefined;
+  try {
+    return await readWith(file);
+  } finally {
+    if (readAhead) {
+      await next?.catch(() => undefined);
+      ioBuffers.give(buf);
+      ioBuffers.give(other);
     }
-  });
+  }
+
+  function readWith(file: CheckpointByteSource): Promise<CheckpointSummary> {
+    return closeAfter(file, async () => {
+      try {
+        const parser = new CheckpointParser(visitor, corrupt, throwIfAborted);
+        for (;;) {
+          throwIfAborted();
+          const n = await (next ?? file.read(buf, 0, chunkBytes, parser.filePos));
+          next = undefined;
+          if (n === 0) break;
+          if (readAhead && parser.filePos + n < bytes) {
+            next = file.read(other, 0, chunkBytes, parser.filePos + n);
+            // Handled here so a failure while this chunk is parsed is no unhandled rejection;
+            // it is still thrown by the await above. closeAfter's close waits for the read.
+            next.catch(() => undefined);
+          }
+          parser.startChunk(n);
+          while (parser.at < n) {
+            // Awaited only when the visitor returned a promise: a synchronous visitor (a spill
+            // write that only copied) costs no microtask and no promise per entry, which at
+            // hundreds of thousands of small entries is most of the garbage (G8).
+            const waiting = parser.step(buf, n);
+            if (waiting !== undefined) await waiting;
+          }
+          [buf, other] = [other, buf];
+        }
+        return parser.end();
+      } catch (e) {
+        options.onFailure?.(e);
+        throw e;
+      }
+    });
+  }
 }
 
 /**

@@ -1,0 +1,89 @@
+/**
+ * The process's pool of large I/O buffers (src/services/buffer-pool.ts): what it keeps, and
+ * that a buffer goes back only when nothing can still read or write it — the checkpoint
+ * reader's read ahead has settled, whatever ended the read.
+ */
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BufferPool, ioBuffers } from '../../src/services/buffer-pool.ts';
+import { CheckpointWriter } from '../../src/services/formats/spwc/writer.ts';
+import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
+import { macrotasks, settle } from '../helpers/async.ts';
+import { seam } from '../helpers/fault-seam.ts';
+import { deferred } from '../helpers/async.ts';
+import { makeTempRoot } from '../helpers/temp.ts';
+
+afterEach(() => seam.resetFsSeam());
+
+describe('BufferPool', () => {
+  it('hands a kept buffer back for the same size, a fresh one for any other', () => {
+    const pool = new BufferPool(1024);
+    const a = pool.take(256);
+    expect(a.length).toBe(256);
+    pool.give(a);
+    expect(pool.keptBytes).toBe(256);
+    const other = pool.take(128);
+    expect(other).not.toBe(a);
+    expect(pool.take(256)).toBe(a);
+    expect(pool.keptBytes).toBe(0);
+    expect(pool.take(256)).not.toBe(a); // taken: never handed out twice
+  });
+
+  it('keeps only whole buffers of their own, once each, up to its bound', () => {
+    const pool = new BufferPool(1024);
+    const whole = Buffer.allocUnsafeSlow(512);
+    pool.give(whole.subarray(0, 256)); // a slice: the rest of its memory is someone's
+    pool.give(Buffer.from('small')); // on Node's shared slab
+    pool.give(Buffer.alloc(0));
+    expect(pool.keptBytes).toBe(0);
+    pool.give(whole);
+    pool.give(whole); // given twice by mistake: kept once
+    expect(pool.keptBytes).toBe(512);
+    pool.give(Buffer.allocUnsafeSlow(513)); // over the bound
+    expect(pool.keptBytes).toBe(512);
+    pool.give(Buffer.allocUnsafeSlow(512));
+    expect(pool.keptBytes).toBe(1024);
+  });
+});
+
+describe('the checkpoint reader and the pool', () => {
+  it('G4 a read ahead in flight when the visitor fails keeps its buffers out of the pool until it settled', async () => {
+    const root = await makeTempRoot();
+    const path = join(root, 'cp.spwc');
+    const writer = await CheckpointWriter.create(path);
+    for (let k = 0; k < 8; k++) await writer.append(0, k, Buffer.alloc(100, k));
+    await writer.close();
+
+    // The second read of the file is the read ahead: hold it on the thread pool's doorstep.
+    let reads = 0;
+    const reached = deferred();
+    const gate = deferred();
+    seam.setFsHook(async (op, p) => {
+      if (op === 'read' && p === path && ++reads === 2) {
+        reached.resolve();
+        await gate.promise;
+      }
+    });
+    const kept = ioBuffers.keptBytes;
+    const reading = settle(
+      readCheckpoint(
+        path,
+        {
+          onEntry() {},
+          async onPayload() {
+            await reached.promise;
+            throw new Error('visitor failed');
+          },
+        },
+        { readChunkBytes: 96 },
+      ),
+    );
+    await reached.promise;
+    await macrotasks();
+    // The visitor failed and the file is being closed, but the read ahead still owns a buffer.
+    expect(ioBuffers.keptBytes).toBe(kept);
+    gate.resolve();
+    expect(((await reading) as Error).message).toBe('visitor failed');
+    expect(ioBuffers.keptBytes).toBe(kept + 2 * 96);
+  });
+});
