@@ -18,8 +18,7 @@ const MAX_LINES = 450;
 const KNOWN_CIRCLES: readonly string[] = [];
 
 /** Files still over MAX_LINES, with the most lines each may have until it is split. */
-const KNOWN_LONG: Readonly<Record<string, number>> = {
-};
+const KNOWN_LONG: Readonly<Record<string, number>> = {};
 
 /** The folder of services/ a file is in ('' for a file directly in services/). */
 function folderOf(file: string): string {

@@ -18,6 +18,8 @@ import type {
   FlinkStreamHandle,
 } from '../../src/services/formats/flink/metadata-types.ts';
 import type { DelegateLocation } from '../../src/services/formats/flink/paths.ts';
+import { ioBuffers } from '../../src/services/buffer-pool.ts';
+import { deferred, macrotasks, settle } from '../helpers/async.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { patternBytes } from '../helpers/spill.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
@@ -143,5 +145,66 @@ describe('Flink channel-state read-ahead', () => {
     const { got, readsAtFirstPayload } = await read(where, mine, 64);
     expect(got).toEqual(expected(big, new Set([1])));
     expect(readsAtFirstPayload).toBe(2); // the stream header's, then channel 1's first entry's
+  });
+
+  it('a visitor that returns promises (entries and payloads) gets every byte once, in order, at any chunk size', async () => {
+    const { where, handles } = await writeStream(ENTRIES);
+    for (const chunk of [16, 64, 1024 * 1024]) {
+      const got = new Map<number, Buffer[]>();
+      let current = -1;
+      await readDelegateEntries(
+        where,
+        handles,
+        {
+          onEntry: async (_gate, channel) => {
+            await macrotasks();
+            current = channel;
+          },
+          onPayload: async (bytes) => {
+            const copy = Buffer.from(bytes); // borrowed during the call only
+            await macrotasks();
+            got.set(current, [...(got.get(current) ?? []), copy]);
+          },
+        },
+        { readChunkBytes: chunk },
+      );
+      const joined = new Map([...got].map(([c, parts]) => [c, Buffer.concat(parts)]));
+      expect(joined, `chunk ${chunk}`).toEqual(expected(ENTRIES));
+    }
+  });
+
+  it('G4 a read ahead in flight when the visitor fails keeps the window buffers out of the pool until it settled', async () => {
+    const { where, handles } = await writeStream(ENTRIES);
+    let reads = 0;
+    const reached = deferred();
+    const gate = deferred();
+    seam.setFsHook(async (op, path) => {
+      if (op === 'read' && path === where.location && ++reads === 2) {
+        reached.resolve();
+        await gate.promise;
+      }
+    });
+    const reading = settle(
+      readDelegateEntries(
+        where,
+        handles,
+        {
+          onEntry() {},
+          async onPayload() {
+            await reached.promise;
+            throw new Error('visitor failed');
+          },
+        },
+        { readChunkBytes: 64 },
+      ),
+    );
+    await reached.promise;
+    // The reader has its buffers; the visitor fails and the file is closed meanwhile.
+    const kept = ioBuffers.keptBytes;
+    await macrotasks();
+    expect(ioBuffers.keptBytes).toBe(kept); // the paused read still writes into one of them
+    gate.resolve();
+    expect(((await reading) as Error).message).toBe('visitor failed');
+    expect(ioBuffers.keptBytes).toBe(kept + 2 * 64);
   });
 });

@@ -64,7 +64,6 @@ describe('the checkpoint reader and the pool', () => {
         await gate.promise;
       }
     });
-    const kept = ioBuffers.keptBytes;
     const reading = settle(
       readCheckpoint(
         path,
@@ -79,6 +78,8 @@ describe('the checkpoint reader and the pool', () => {
       ),
     );
     await reached.promise;
+    // The reader has its buffers; the visitor fails and the file is closed meanwhile.
+    const kept = ioBuffers.keptBytes;
     await macrotasks();
     // The visitor failed and the file is being closed, but the read ahead still owns a buffer.
     expect(ioBuffers.keptBytes).toBe(kept);

@@ -9,6 +9,7 @@
  */
 import { crc32 } from '../../crc32.ts';
 import { AbortedError, CorruptCheckpointError } from '../../errors.ts';
+import { ioBuffers } from '../../buffer-pool.ts';
 import {
   closeAfter,
   openCheckpointSource,
@@ -174,17 +175,25 @@ class DelegateReader {
     const capacity = Math.min(this.chunkBytes, Math.max(length, 16));
     // A dense local stream is read ahead; a remote one reads one range at a time (its reads
     // are resumable streams), and a shared one skips other subtasks' bytes.
-    const readAhead = this.dense && !isRemoteLocation(this.where.location);
+    const local = !isRemoteLocation(this.where.location);
     const window = new ReadWindow(
       file,
       capacity,
       (at, reason) => this.corrupt(at, reason),
-      readAhead,
+      this.dense && local,
+      local,
     );
-    await this.checkVersion(window);
-    for (let k = 0; k < this.planned.length; k++) {
-      this.throwIfAborted();
-      await this.readEntry(window, k);
+    try {
+      await this.checkVersion(window);
+      for (let k = 0; k < this.planned.length; k++) {
+        this.throwIfAborted();
+        // Awaited only when a read or the visitor made it wait: as in the SPWC reader, no
+        // promise per entry (a promise per entry and payload was half a fetch's garbage).
+        const waiting = this.readEntry(window, k);
+        if (waiting !== undefined) await waiting;
+      }
+    } finally {
+      await window.release();
     }
     return { entries: this.entries, payloadBytes: this.payloadBytes };
   }
@@ -202,18 +211,33 @@ class DelegateReader {
   }
 
   /** The `k`th planned entry: its length field, checked, then its payload. */
-  private async readEntry(window: ReadWindow, k: number): Promise<void> {
+  private readEntry(window: ReadWindow, k: number): void | Promise<void> {
     const { start } = this.where;
     const { streamEnd, planned, left } = this;
     const { offset, item } = planned[k]!;
-    const { handle, subtask } = this.handles[item]!;
     const at = start + offset;
     const next = k + 1 < planned.length ? start + planned[k + 1]!.offset : streamEnd;
     const readEnd = this.dense
       ? streamEnd
       : Math.min(next === at ? streamEnd : next, at + Math.max(left[item]!, 4), streamEnd);
     const head = window.view(at, CHANNEL_STATE_INT_BYTES, Math.max(readEnd, at + 4));
-    const entryLength = (head instanceof Buffer ? head : await head).readInt32BE(0);
+    if (head instanceof Promise) return head.then((h) => this.enterEntry(window, k, at, h));
+    return this.enterEntry(window, k, at, head);
+  }
+
+  /** The `k`th entry, at `at`, whose length field is `head`: checked, then its payload. */
+  private enterEntry(
+    window: ReadWindow,
+    k: number,
+    at: number,
+    head: Buffer,
+  ): void | Promise<void> {
+    const { start } = this.where;
+    const { streamEnd, planned, left } = this;
+    const { item } = planned[k]!;
+    const { handle, subtask } = this.handles[item]!;
+    const next = k + 1 < planned.length ? start + planned[k + 1]!.offset : streamEnd;
+    const entryLength = head.readInt32BE(0);
     this.checkEntry(
       at,
       entryLength,
@@ -225,8 +249,9 @@ class DelegateReader {
     left[item]! -= CHANNEL_STATE_INT_BYTES + entryLength;
     this.entries++;
     const entered = this.visitor.onEntry(handle.gate, handle.channel, entryLength, at, subtask);
-    if (entered !== undefined) await entered;
-    await this.payload(window, at + CHANNEL_STATE_INT_BYTES, end);
+    const from = at + CHANNEL_STATE_INT_BYTES;
+    if (entered !== undefined) return entered.then(() => this.payload(window, from, end));
+    return this.payload(window, from, end);
   }
 
   /**
@@ -265,17 +290,36 @@ class DelegateReader {
     }
   }
 
-  /** The bytes `[pos, end)` to the visitor, in chunks of the window, each with its CRC-32. */
-  private async payload(window: ReadWindow, pos: number, end: number): Promise<void> {
+  /**
+   * The bytes `[pos, end)` to the visitor, in chunks of the window, each with its CRC-32:
+   * synchronously while the window holds them and the visitor returns nothing.
+   */
+  private payload(window: ReadWindow, pos: number, end: number): void | Promise<void> {
+    const limit = this.dense ? this.streamEnd : end;
     while (pos < end) {
       this.throwIfAborted();
-      const got = window.available(pos, end, this.dense ? this.streamEnd : end);
-      const chunk = got instanceof Buffer ? got : await got;
-      pos += chunk.length;
-      this.payloadBytes += chunk.length;
-      const written = this.visitor.onPayload(chunk, crc32(chunk));
-      if (written !== undefined) await written;
+      const got = window.available(pos, end, limit);
+      if (got instanceof Promise)
+        return got.then((c) => this.deliver(window, c, pos + c.length, end));
+      const written = this.visitor.onPayload(got, crc32(got));
+      this.payloadBytes += got.length;
+      pos += got.length;
+      if (written !== undefined) return written.then(() => this.payload(window, pos, end));
     }
+    return undefined;
+  }
+
+  /** A chunk that had to be read (it ends at `pos`), then the rest of its entry's payload. */
+  private deliver(
+    window: ReadWindow,
+    chunk: Buffer,
+    pos: number,
+    end: number,
+  ): void | Promise<void> {
+    const written = this.visitor.onPayload(chunk, crc32(chunk));
+    this.payloadBytes += chunk.length;
+    if (written !== undefined) return written.then(() => this.payload(window, pos, end));
+    return this.payload(window, pos, end);
   }
 }
 
@@ -303,14 +347,33 @@ class ReadWindow {
   private fill = 0;
   private ahead: Ahead | undefined;
 
+  /**
+   * @param pooled a local file's buffers come from the process's pool and go back to it at
+   *   {@link release} (buffer-pool.ts); a remote read's are not kept, since a stream cut short
+   *   need not have stopped writing into them.
+   */
   constructor(
     private readonly file: CheckpointByteSource,
     capacity: number,
     private readonly corrupt: (at: number, reason: string) => CorruptCheckpointError,
     readAhead = false,
+    private readonly pooled = false,
   ) {
-    this.buf = Buffer.allocUnsafe(capacity);
-    this.spare = readAhead ? Buffer.allocUnsafe(capacity) : undefined;
+    const take = (n: number) => (pooled ? ioBuffers.take(n) : Buffer.allocUnsafe(n));
+    this.buf = take(capacity);
+    this.spare = readAhead ? take(capacity) : undefined;
+  }
+
+  /** The end: once the read ahead settled, a pooled window's buffers go back to the pool. */
+  async release(): Promise<void> {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    if (ahead !== undefined) await ahead.read.catch(() => undefined);
+    if (!this.pooled) return;
+    for (const buffer of [this.buf, this.spare, ahead?.buf]) {
+      if (buffer !== undefined) ioBuffers.give(buffer);
+    }
+    this.spare = undefined;
   }
 
   /** `n` bytes at `pos` (n ≤ capacity), reading up to `limit` if they are not here yet. */
