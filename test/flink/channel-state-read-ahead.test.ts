@@ -18,8 +18,8 @@ import type {
   FlinkStreamHandle,
 } from '../../src/services/formats/flink/metadata-types.ts';
 import type { DelegateLocation } from '../../src/services/formats/flink/paths.ts';
-import { ioBuffers } from '../../src/services/buffer-pool.ts';
-import { deferred, macrotasks, settle } from '../helpers/async.ts';
+import { macrotasks } from '../helpers/async.ts';
+import { expectPoolWaitsForReadAhead } from '../helpers/read-ahead-pool.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { patternBytes } from '../helpers/spill.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
@@ -175,36 +175,8 @@ describe('Flink channel-state read-ahead', () => {
 
   it('G4 a read ahead in flight when the visitor fails keeps the window buffers out of the pool until it settled', async () => {
     const { where, handles } = await writeStream(ENTRIES);
-    let reads = 0;
-    const reached = deferred();
-    const gate = deferred();
-    seam.setFsHook(async (op, path) => {
-      if (op === 'read' && path === where.location && ++reads === 2) {
-        reached.resolve();
-        await gate.promise;
-      }
-    });
-    const reading = settle(
-      readDelegateEntries(
-        where,
-        handles,
-        {
-          onEntry() {},
-          async onPayload() {
-            await reached.promise;
-            throw new Error('visitor failed');
-          },
-        },
-        { readChunkBytes: 64 },
-      ),
+    await expectPoolWaitsForReadAhead(where.location, 64, (visitor) =>
+      readDelegateEntries(where, handles, visitor, { readChunkBytes: 64 }),
     );
-    await reached.promise;
-    // The reader has its buffers; the visitor fails and the file is closed meanwhile.
-    const kept = ioBuffers.keptBytes;
-    await macrotasks();
-    expect(ioBuffers.keptBytes).toBe(kept); // the paused read still writes into one of them
-    gate.resolve();
-    expect(((await reading) as Error).message).toBe('visitor failed');
-    expect(ioBuffers.keptBytes).toBe(kept + 2 * 64);
   });
 });

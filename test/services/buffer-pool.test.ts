@@ -8,9 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BufferPool, ioBuffers } from '../../src/services/buffer-pool.ts';
 import { CheckpointWriter } from '../../src/services/formats/spwc/writer.ts';
 import { readCheckpoint } from '../../src/services/formats/spwc/reader.ts';
-import { macrotasks, settle } from '../helpers/async.ts';
 import { seam } from '../helpers/fault-seam.ts';
-import { deferred } from '../helpers/async.ts';
+import { expectPoolWaitsForReadAhead } from '../helpers/read-ahead-pool.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 afterEach(() => seam.resetFsSeam());
@@ -54,37 +53,8 @@ describe('the checkpoint reader and the pool', () => {
     for (let k = 0; k < 8; k++) await writer.append(0, k, Buffer.alloc(100, k));
     await writer.close();
 
-    // The second read of the file is the read ahead: hold it on the thread pool's doorstep.
-    let reads = 0;
-    const reached = deferred();
-    const gate = deferred();
-    seam.setFsHook(async (op, p) => {
-      if (op === 'read' && p === path && ++reads === 2) {
-        reached.resolve();
-        await gate.promise;
-      }
-    });
-    const reading = settle(
-      readCheckpoint(
-        path,
-        {
-          onEntry() {},
-          async onPayload() {
-            await reached.promise;
-            throw new Error('visitor failed');
-          },
-        },
-        { readChunkBytes: 96 },
-      ),
+    await expectPoolWaitsForReadAhead(path, 96, (visitor) =>
+      readCheckpoint(path, visitor, { readChunkBytes: 96 }),
     );
-    await reached.promise;
-    // The reader has its buffers; the visitor fails and the file is closed meanwhile.
-    const kept = ioBuffers.keptBytes;
-    await macrotasks();
-    // The visitor failed and the file is being closed, but the read ahead still owns a buffer.
-    expect(ioBuffers.keptBytes).toBe(kept);
-    gate.resolve();
-    expect(((await reading) as Error).message).toBe('visitor failed');
-    expect(ioBuffers.keptBytes).toBe(kept + 2 * 96);
   });
 });
