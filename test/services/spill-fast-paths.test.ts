@@ -1,7 +1,8 @@
 /**
  * The fast paths added for speed (`spillway bench` floors) keep the spill format and every byte
  * exact: one CRC pass shared by the checkpoint check and the segment CRCs, coalesced segment
- * writes, and a drain that takes buffered bytes without a promise round trip.
+ * writes, and a drain that takes buffered bytes without a promise round trip; a filtering
+ * spill that hands the reader no promise while its kept records only need copying.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,6 +20,8 @@ import { fetchToSpill } from '../../src/services/spill/fetch-stage.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { SEGMENT_HEADER_BYTES } from '../../src/services/spill/segment-format.ts';
 import { SpillWriter } from '../../src/services/spill/spill-writer.ts';
+import { FilteringSpill } from '../../src/services/spill/filtering-spill.ts';
+import { recordRules } from '../../src/services/rescale/rescale-options.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 afterEach(() => seam.resetFsSeam());
@@ -219,5 +222,32 @@ describe('drain fast path', () => {
     expect(seam.fsOpCounts().read).toBeLessThanOrEqual(
       Math.ceil(fileBytes / readChunkBytes) + report.segments + state.files.length,
     );
+  });
+
+  it('a filtering spill hands the reader no promise while its kept records only need copying, and spills them exactly', async () => {
+    const taskDir = join(await makeTempRoot(), 'task-1-filter');
+    const writer = new SpillWriter({ taskDir, maxSegmentBytes: 4096 });
+    // Parallelism 1: every record is the one new subtask's, so every one is kept.
+    const filter = new FilteringSpill(writer, recordRules({ subtask: 0, parallelism: 1 }, 'cp'));
+    const visitor = filter.visitor();
+    const records = Buffer.concat(
+      Array.from({ length: 8 }, (_, i) => {
+        const framed = Buffer.alloc(4 + 16);
+        framed.writeInt32BE(16);
+        bytes(16, i).copy(framed, 4);
+        return framed;
+      }),
+    );
+    expect(visitor.onEntry(0, 0, records.length, 0, 0)).toBeUndefined();
+    // Two chunks, the cut inside a record: the second completes it.
+    expect(visitor.onPayload(records.subarray(0, 50), 0)).toBeUndefined();
+    expect(visitor.onPayload(records.subarray(50), 0)).toBeUndefined();
+    expect(filter.counts).toMatchObject({ read: 8, kept: 8, dropped: 0 });
+    filter.finish();
+    const state = await writer.close();
+    const spilled = await spillBytes(state.files);
+    expect(spilled.subarray(SEGMENT_HEADER_BYTES)).toEqual(records);
+    expect(spilled.readUInt32BE(12)).toBe(crc32(records));
+    await state.release();
   });
 });

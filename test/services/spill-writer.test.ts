@@ -208,6 +208,32 @@ describe('SpillWriter format and layout', () => {
     expect(await exists(taskDir)).toBe(false);
   });
 
+  it('a segment of pieces with and without a known CRC (hashed at the seal) carries the CRC-32 of its whole body', async () => {
+    // A filtering spill appends kept records without a CRC (hashed later, in one pass over the
+    // segment's body); a verbatim append hands the reader's. Mixed in one segment, split
+    // across segments, and a known-CRC piece first: every segment's CRC is its body's.
+    const { writer } = await newWriter({ maxSegmentBytes: 64 });
+    const known = (info: ChannelInfo, b: Buffer) => writer.append(info, b, crc32(b));
+    await writer.append(C0, bytes(10, 1));
+    await known(C0, bytes(7, 2));
+    await writer.append(C0, bytes(12, 3));
+    await writer.append(C0, bytes(50, 4)); // crosses into the next segment
+    await known(C0, bytes(30, 5)); // crosses too: its CRC is split
+    await writer.append(C1, bytes(5, 6));
+    await known(C1, bytes(9, 7));
+    const state = await writer.close();
+    const segs = (await segmentsOf(state.files)).flat();
+    expect(segs.length).toBeGreaterThan(3);
+    for (const s of segs) expect(s.crc).toBe(crc32(s.body));
+    const c0 = Buffer.concat(segs.filter((s) => s.channel === 0).map((s) => s.body));
+    expect(c0).toEqual(
+      Buffer.concat([bytes(10, 1), bytes(7, 2), bytes(12, 3), bytes(50, 4), bytes(30, 5)]),
+    );
+    const c1 = Buffer.concat(segs.filter((s) => s.channel === 1).map((s) => s.body));
+    expect(c1).toEqual(Buffer.concat([bytes(5, 6), bytes(9, 7)]));
+    await state.release();
+  });
+
   it('rotates between segments once the file holds ≥ maxSpillFileBytes (soft bound, never split)', async () => {
     // Segments of 16 + 10 = 26 bytes; bound 40: the first file takes two (52 > 40), never three.
     const { writer, taskDir } = await newWriter({ maxSpillFileBytes: 40 });

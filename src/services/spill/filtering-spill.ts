@@ -130,35 +130,62 @@ export class FilteringSpill {
     };
   }
 
-  private async onPayload(chunk: Buffer): Promise<void> {
+  private onPayload(chunk: Buffer): Promise<void> | void {
     const parser = this.parser!;
-    const out = this.out;
-    parser.push(chunk, this.position, out);
+    parser.push(chunk, this.position, this.out);
     this.position += chunk.length;
     this.entryRemaining -= chunk.length;
     if (this.entryRemaining === 0 && !parser.hasPartialData) this.parsers.delete(this.parserId);
     // Survivors go out in the order they completed; the writer copies each before resolving,
     // so slices of `chunk` are safe while the reader awaits this.
+    return this.spillOut(0);
+  }
+
+  /**
+   * Spills `out[from…]` and empties it: synchronously while the writer copies without I/O
+   * (no promise per chunk or per kept run, as the verbatim path), else once it waited.
+   */
+  private spillOut(from: number): Promise<void> | void {
+    const out = this.out;
     try {
-      for (const records of out) await this.spill(records);
-    } finally {
+      for (let i = from; i < out.length; i++) {
+        const waiting = this.spill(out[i]!);
+        if (waiting !== undefined) {
+          return waiting.then(
+            () => this.spillOut(i + 1),
+            (error: unknown) => {
+              out.length = 0;
+              throw error;
+            },
+          );
+        }
+      }
+    } catch (error) {
       out.length = 0;
+      throw error;
     }
+    out.length = 0;
   }
 
   /**
    * Spills whole records, none of them split across segments unless it is larger than a
    * segment: a run too long for the open segment is cut at record boundaries.
    */
-  private async spill(records: Buffer): Promise<void> {
+  private spill(records: Buffer): Promise<void> | void {
     this.keptBytes += records.length;
+    const { writer, target } = this;
+    if (records.length <= writer.maxSegmentBytes - SEGMENT_HEADER_BYTES) {
+      const kept = writer.keepTogether(target, records.length);
+      if (kept !== undefined) return kept.then(() => writer.append(target, records));
+      return writer.append(target, records);
+    }
+    return this.spillCut(records);
+  }
+
+  /** {@link spill} of a run longer than a segment: cut at record boundaries. */
+  private async spillCut(records: Buffer): Promise<void> {
     const writer = this.writer;
     const room = writer.maxSegmentBytes - SEGMENT_HEADER_BYTES;
-    if (records.length <= room) {
-      await writer.keepTogether(this.target, records.length);
-      await writer.append(this.target, records);
-      return;
-    }
     let start = 0;
     let end = 0;
     while (end < records.length) {
@@ -200,11 +227,7 @@ export class FilteringSpill {
     this.parsers.delete(tail.id);
     this.target = { gate: tail.from.gate, channel: tail.from.channel };
     parser.completeWith(record, this.out);
-    try {
-      for (const records of this.out) await this.spill(records);
-    } finally {
-      this.out.length = 0;
-    }
+    await this.spillOut(0);
   }
 
   /**

@@ -225,7 +225,7 @@ export class SpillWriter {
    * filtering handler keeps each record inside one segment this way: drained a segment per
    * buffer, a checkpoint then always cuts between records.
    */
-  async keepTogether(info: ChannelInfo, bytes: number): Promise<void> {
+  keepTogether(info: ChannelInfo, bytes: number): void | Promise<void> {
     if (
       this.segments.length > SEGMENT_HEADER_BYTES &&
       info.gate === this.segments.gate &&
@@ -233,8 +233,8 @@ export class SpillWriter {
       this.segments.length + bytes > this.maxSegmentBytes
     ) {
       // Sealing may fill the pending buffer: then it is written before more is staged.
-      if (this.sealSegment()) await this.flush();
-    }
+      if (this.sealSegment()) return this.flush();
+    } // else no promise (as `append`): none per kept run of a filtering spill
   }
 
   /**
