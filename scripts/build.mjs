@@ -28,7 +28,13 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 // touch or a second run does not. `--force` rebuilds anyway.
 const STAMP = join(root, 'dist', '.build-stamp.json');
 /** The build's own settings, inputs beside the sources: a change to one starts tsc over. */
-const SETTINGS = ['scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+const SETTINGS = [
+  'scripts/build.mjs',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package.json',
+  'package-lock.json',
+];
 const inputs = buildInputs();
 const previous = readStamp();
 const changed = Object.keys(inputs).filter((f) => previous?.[f] !== inputs[f]);
@@ -60,7 +66,7 @@ if (
   process.argv.includes('--force') ||
   previous === undefined ||
   removed.length > 0 ||
-  changed.some((f) => SETTINGS.includes(f) || f === 'package-lock.json')
+  changed.some((f) => SETTINGS.includes(f))
 ) {
   rmSync(TSC_OUT, { recursive: true, force: true });
 }
@@ -217,7 +223,7 @@ function buildInputs() {
     }
   };
   for (const dir of ['src', 'inspector', 'bench']) walk(dir);
-  for (const f of [...SETTINGS, 'package-lock.json']) {
+  for (const f of SETTINGS) {
     if (existsSync(join(root, f))) add(f);
   }
   return files;

@@ -62,12 +62,17 @@ export class SegmentBuffer {
 
   /** Starts a segment of `info` after the pending ones. */
   open(info: ChannelInfo): void {
-    if (this.released) throw new MisuseError('segment buffer used after release()');
+    this.checkUsable();
     this.gate = info.gate;
     this.channel = info.channel;
     this.length = SEGMENT_HEADER_BYTES;
     this.crc = 0;
     this.hashed = 0;
+  }
+
+  /** The buffers went back to the pool at {@link release}: any use after it is a bug. */
+  private checkUsable(): void {
+    if (this.released) throw new MisuseError('segment buffer used after release()');
   }
 
   /** Brings `crc` up to the whole body so far: hashes what was added without a known CRC. */
@@ -85,7 +90,7 @@ export class SegmentBuffer {
    * hashed, and the returned value is the CRC of what is left after the piece.
    */
   add(bytes: Buffer, offset: number, n: number, restCrc: number | undefined): number | undefined {
-    if (this.released) throw new MisuseError('segment buffer used after release()');
+    this.checkUsable();
     const rest = bytes.length - offset;
     const piece = n === bytes.length ? bytes : bytes.subarray(offset, offset + n);
     if (restCrc !== undefined) {
@@ -107,7 +112,7 @@ export class SegmentBuffer {
    * has no body: never an empty segment, hence never an empty file.
    */
   seal(): SealedSegment | undefined {
-    if (this.released) throw new MisuseError('segment buffer used after release()');
+    this.checkUsable();
     const bodyLength = this.length - SEGMENT_HEADER_BYTES;
     if (bodyLength > 0) this.hashBody();
     const length = this.length;
@@ -131,7 +136,7 @@ export class SegmentBuffer {
    * retry would write them twice.
    */
   take(length: number): Buffer {
-    if (this.released) throw new MisuseError('segment buffer used after release()');
+    this.checkUsable();
     const buffer = this.buffer;
     this.buffer = this.spare ?? ioBuffers.take(buffer.length);
     this.spare = buffer;

@@ -348,9 +348,9 @@ class ReadWindow {
   private ahead: Ahead | undefined;
 
   /**
-   * @param pooled a local file's buffers come from the process's pool and go back to it at
-   *   {@link release} (buffer-pool.ts); a remote read's are not kept, since a stream cut short
-   *   need not have stopped writing into them.
+   * The buffers come from the process's pool (buffer-pool.ts).
+   * @param pooled a local file's: they go back to the pool at {@link release}; a remote
+   *   read's are not given back, since a stream cut short need not have stopped writing.
    */
   constructor(
     private readonly file: CheckpointByteSource,
@@ -359,9 +359,8 @@ class ReadWindow {
     readAhead = false,
     private readonly pooled = false,
   ) {
-    const take = (n: number) => (pooled ? ioBuffers.take(n) : Buffer.allocUnsafe(n));
-    this.buf = take(capacity);
-    this.spare = readAhead ? take(capacity) : undefined;
+    this.buf = ioBuffers.take(capacity);
+    this.spare = readAhead ? ioBuffers.take(capacity) : undefined;
   }
 
   /** The end: once the read ahead settled, a pooled window's buffers go back to the pool. */

@@ -5,12 +5,7 @@
  */
 import { crc32, crc32Combine } from '../../crc32.ts';
 import { AbortedError, CorruptCheckpointError } from '../../errors.ts';
-import {
-  closeAfter,
-  openCheckpointSource,
-  type CheckpointByteSource,
-  type SourceOptions,
-} from '../../locations/source.ts';
+import { closeAfter, openCheckpointSource, type SourceOptions } from '../../locations/source.ts';
 import { ioBuffers } from '../../buffer-pool.ts';
 import { redactLocation } from '../../locations/redact.ts';
 import { isRemoteLocation } from '../../locations/schemes.ts';
@@ -160,26 +155,16 @@ export async function readCheckpoint(
   // Two buffers for the whole file, alternating: the visitor only borrows slices of the one
   // being parsed while the next chunk of a local file is read into the other, so the read on
   // the thread pool overlaps the CRC and the spill copy on the main thread. A remote source
-  // reads one range at a time (its reads are resumable streams), so one buffer. A local
-  // file's two come from the process's pool and go back to it at the end (buffer-pool.ts): a
+  // reads one range at a time (its reads are resumable streams), so one buffer. They come from
+  // the process's pool (buffer-pool.ts), and a local file's go back to it at the end: a
   // visitor's slices are valid only during its call, and the read ahead has settled by then.
-  // A remote read's buffer is not kept: a stream cut short need not have stopped writing.
+  // A remote read's buffer is not given back: a stream cut short need not have stopped writing.
   const readAhead = !isRemoteLocation(path);
-  let buf = readAhead ? ioBuffers.take(chunkBytes) : Buffer.allocUnsafe(chunkBytes);
+  let buf = ioBuffers.take(chunkBytes);
   let other = readAhead ? ioBuffers.take(chunkBytes) : buf;
   let next: Promise<number> | undefined;
   try {
-    return await readWith(file);
-  } finally {
-    if (readAhead) {
-      await next?.catch(() => undefined);
-      ioBuffers.give(buf);
-      ioBuffers.give(other);
-    }
-  }
-
-  function readWith(file: CheckpointByteSource): Promise<CheckpointSummary> {
-    return closeAfter(file, async () => {
+    return await closeAfter(file, async () => {
       try {
         const parser = new CheckpointParser(visitor, corrupt, throwIfAborted);
         for (;;) {
@@ -209,6 +194,12 @@ export async function readCheckpoint(
         throw e;
       }
     });
+  } finally {
+    if (readAhead) {
+      await next?.catch(() => undefined);
+      ioBuffers.give(buf);
+      ioBuffers.give(other);
+    }
   }
 }
 
