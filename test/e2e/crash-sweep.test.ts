@@ -38,7 +38,7 @@ import { makeTempRoot } from '../helpers/temp.ts';
 import {
   expectByteExact,
   lines,
-  listTree,
+  holders,
   ownerDirs,
   runCli,
   spawnCli,
@@ -46,6 +46,7 @@ import {
   spillLeftovers,
   plantOwner,
   spillwayBin,
+  stagedChannelFile,
 } from './harness.ts';
 
 interface SweepJson {
@@ -128,7 +129,7 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
   });
 
   it('G7 kill -9 during drain leaves spill files; spillway sweep removes them all', async () => {
-    const { root, out } = await newRoot();
+    const { dir, root, out } = await newRoot();
     const child = spawnCli([
       'recover',
       input.path,
@@ -139,17 +140,27 @@ describe('G7 kill -9 leaves files that a sweep removes', () => {
       '--max-spill-file-bytes',
       '2M',
     ]);
-    await waitFor(
-      'the first channel file in the staging dir',
-      async () => (await listTree(out)).find((p) => /^\.spillway-staging-[^/]+\/gate-/.test(p)),
-      { child },
-    );
+    await waitFor('the first staged channel file', () => stagedChannelFile(out), { child });
     await sigkill(child);
     const owner = await expectDeadOwnerFiles(root);
 
     const report = await sweep(root);
     expect(report.swept).toContain(owner);
     expect(await spillLeftovers(root)).toEqual([]);
+    // G10: the new output dir never appeared; its holder stays beside it until the next run
+    // into a new dir there (or into that dir) judges it dead and removes it.
+    expect(await readdir(dir)).not.toContain('out');
+    expect(await holders(dir)).toHaveLength(1);
+    const next = await runCli([
+      'recover',
+      input.path,
+      '--out',
+      join(dir, 'again'),
+      '--spill-root',
+      root,
+    ]);
+    expect(next.code, next.stderr).toBe(0);
+    expect(await holders(dir)).toEqual([]);
   });
 
   it('G7 kill -9 while a checkpoint remainder is being written leaves spill files; spillway sweep removes them all', async () => {

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { expect } from 'vitest';
 import {
   bootId,
@@ -74,6 +74,30 @@ export async function listTree(dir: string): Promise<string[]> {
   };
   await walk(dir);
   return out.sort();
+}
+
+/**
+ * A channel file staged for `out` (relative to `out`'s parent): in a staging dir inside an
+ * existing `out`, or in the holder beside a new one (`.spillway-new-…/tree/`).
+ */
+export async function stagedChannelFile(out: string): Promise<string | undefined> {
+  const inside = (await listTree(out)).find((p) => /^\.spillway-staging-[^/]+\/gate-/.test(p));
+  if (inside !== undefined) return join(basename(out), inside);
+  const parent = await readdir(dirname(out)).catch(() => [] as string[]);
+  for (const holder of parent.filter((n) => n.startsWith('.spillway-new-'))) {
+    const staged = (await listTree(join(dirname(out), holder, 'tree'))).find((p) =>
+      /(^|\/)(gate|partition)-/.test(p),
+    );
+    if (staged !== undefined) return join(holder, 'tree', staged);
+  }
+  return undefined;
+}
+
+/** The holders of new output dirs (`.spillway-new-…`) in `dir`. */
+export async function holders(dir: string): Promise<string[]> {
+  return (await readdir(dir).catch(() => [] as string[])).filter((n) =>
+    n.startsWith('.spillway-new-'),
+  );
 }
 
 /** What a spill root holds of any process: owner dirs, task dirs, spill files, swept-* dirs. */

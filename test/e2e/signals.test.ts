@@ -11,13 +11,22 @@
  * 256 in), and the first channel file appearing in the staging dir (drain running).
  */
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeCheckpoint } from '../../src/services/formats/spwc/generator.ts';
 import { waitFor, type Child } from '../helpers/processes.ts';
 import { suiteCheckpoint } from '../helpers/checkpoints.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
-import { listTree, ownerDirs, peakRss, spawnCli, spillFiles, spillLeftovers } from './harness.ts';
+import {
+  holders,
+  listTree,
+  ownerDirs,
+  peakRss,
+  spawnCli,
+  spillFiles,
+  spillLeftovers,
+  stagedChannelFile,
+} from './harness.ts';
 
 const input = suiteCheckpoint((dir) =>
   makeCheckpoint({ out: join(dir, 'cp256.spwc'), gates: 2, channels: 4, mb: 256, seed: 3 }),
@@ -45,11 +54,9 @@ async function recoverUntil(
       { child },
     );
   } else {
-    seen = await waitFor(
-      'the first channel file in the staging dir',
-      async () => (await listTree(out)).find((p) => /^\.spillway-staging-[^/]+\/gate-/.test(p)),
-      { child },
-    );
+    seen = await waitFor('the first staged channel file', () => stagedChannelFile(out), {
+      child,
+    });
   }
   return { child, root, out, seen };
 }
@@ -72,6 +79,8 @@ async function expectCancelledCleanly(
   expect(run.child.stderr).not.toContain('    at ');
   expect(await spillLeftovers(run.root)).toEqual([]);
   expect(await listTree(run.out)).toEqual([]);
+  // A new output dir's holder beside it goes too (G10: the dir exactly as found).
+  expect(await holders(dirname(run.out))).toEqual([]);
 }
 
 describe('signals cancel spillway recover and clean up', () => {

@@ -1,8 +1,11 @@
 /**
  * The output dir of `spillway recover` (G10): channel files are written into a private staging
- * dir inside it and published only when the whole recovery succeeded, nothing is ever written
- * through a link found there, and an existing channel file is replaced only when the caller said
- * so — by a rename, which replaces the entry and never follows it.
+ * dir and published only when the whole recovery succeeded, nothing is ever written through a
+ * link found there, and an existing channel file is replaced only when the caller said so — by
+ * a rename, which replaces the entry and never follows it.
+ *
+ * An output dir that does not exist yet is staged whole beside it and published by one rename
+ * of that tree (fresh-output.ts). What follows is the publish into a dir that exists.
  *
  * Publishing has one commit point (docs/guarantees.md, "Publishing"). Before the first move a
  * journal (`publishing`, fsync'd) goes into the staging dir; each new file is then hard-linked
@@ -20,7 +23,6 @@
  * (its journal says `publishing`: the user's files come back) or completed (`committed`), then
  * removed.
  */
-import { randomBytes } from '../node-crypto.ts';
 import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
 import { dirPrefix } from './dir-prefix.ts';
@@ -37,8 +39,17 @@ import {
   OutputExistsError,
 } from '../errors.ts';
 import { fsSeam, type FileSystem } from '../fs.ts';
-import { bootPrefix, currentOwner, ownIdentity } from '../spill-root/identity.ts';
+import { currentOwner } from '../spill-root/identity.ts';
 import { settleIfDead } from './staging-leftovers.ts';
+import {
+  commitFresh,
+  isMissing,
+  makeHolder,
+  ownStagingName,
+  removeCreated,
+  removeDeadHolders,
+  withoutTrailingSlash,
+} from './fresh-output.ts';
 import {
   COMMITTED,
   forEachInTurns,
@@ -104,16 +115,22 @@ export class OutputDir {
     readonly dir: string,
     /** The private dir the channel files are written into until they are published. */
     readonly stagingDir: string,
-    /** Whether this recovery created the output dir (a failed one then removes it). */
+    /**
+     * Whether the output dir was missing: then it is staged whole beside it, in `holder`, and
+     * published by one rename (fresh-output.ts); a failed run leaves no trace of it.
+     */
     readonly createdDir: boolean,
     private readonly overwrite: boolean,
     /** Channel files found there at the start (refused unless overwriting). */
-    readonly existing: readonly string[],
+    public existing: readonly string[],
     private readonly log: (line: string) => void,
     /** The missing parents of the output dir this recovery created, deepest first. */
     private readonly parents: readonly string[],
     /** The file seam this output dir's operations go through. */
     readonly fs: FileSystem,
+    private readonly notice: (line: string) => void,
+    /** A new output dir's holder (`<parent>/.spillway-new-…`), whose `tree` is `stagingDir`. */
+    private readonly holder?: string,
   ) {}
 
   /**
@@ -130,48 +147,55 @@ export class OutputDir {
    */
   static async open(dir: string, options: OutputDirOptions = {}): Promise<OutputDir> {
     const fs = options.fs ?? fsSeam;
-    const parents: string[] = [];
-    const createdDir = await ensureDir(fs, dir, parents);
     const log = options.log ?? (() => undefined);
     const notice = options.notice ?? log;
-    try {
-      for (const name of await fs.readdir(dir)) {
-        const match = STAGING_RE.exec(name);
-        if (match !== null) await settleIfDead(fs, dir, name, match, log, notice);
+    const overwrite = options.overwrite === true;
+    if (await isMissing(fs, dir)) {
+      const target = withoutTrailingSlash(dir);
+      // What dead runs into new dirs beside this one left (before this run's own is there).
+      await removeDeadHolders(fs, dirname(target), log);
+      const parents: string[] = [];
+      try {
+        const { holder, tree } = await makeHolder(fs, target, parents);
+        return new OutputDir(dir, tree, true, overwrite, [], log, parents, fs, notice, holder);
+      } catch (error) {
+        await removeCreated(fs, parents).catch((e) => addSuppressed(error as Error, e));
+        throw error;
       }
-      await settlePublishLock(dir, fs);
-      const names = await fs.readdir(dir);
-      const existing = names.filter((n) => CHANNEL_FILE_RE.test(n)).sort();
-      for (const name of existing) {
-        const st = await fs.lstat(join(dir, name)).catch(() => undefined);
-        if (st !== undefined && !st.isFile() && !st.isSymbolicLink()) {
-          throw new OutputDirError(
-            dir,
-            `${name} is ${kindOf(st)}, not a channel file; refused (nothing there is replaced but regular files and links)`,
-          );
-        }
-      }
-      if (existing.length > 0 && options.overwrite !== true) {
-        throw new OutputExistsError(dir, existing[0]!);
-      }
-      const self = ownIdentity();
-      const stagingDir = join(
-        dir,
-        `.spillway-staging-${bootPrefix(self.bootId)}-${self.pid}-${self.startTicks}-${randomBytes(4).toString('hex')}`,
-      );
-      removeAtExit(stagingDir);
-      if (createdDir) removeAtExit(dir, { ifEmpty: true });
-      for (const parent of parents) removeAtExit(parent, { ifEmpty: true });
-      await fs.mkdir(stagingDir, { mode: 0o700 });
-      await fs.writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()));
-      const overwrite = options.overwrite === true;
-      return new OutputDir(dir, stagingDir, createdDir, overwrite, existing, log, parents, fs);
-    } catch (error) {
-      if (createdDir) {
-        await removeCreated(fs, dir, parents).catch((e) => addSuppressed(error as Error, e));
-      }
-      throw error;
     }
+    const entries = await fs.readdir(dir);
+    for (const name of entries) {
+      const match = STAGING_RE.exec(name);
+      if (match !== null) await settleIfDead(fs, dir, name, match, log, notice);
+    }
+    await removeDeadHolders(fs, dir, log, entries);
+    await settlePublishLock(dir, fs);
+    const names = await fs.readdir(dir);
+    const existing = names.filter((n) => CHANNEL_FILE_RE.test(n)).sort();
+    for (const name of existing) {
+      const st = await fs.lstat(join(dir, name)).catch(() => undefined);
+      if (st !== undefined && !st.isFile() && !st.isSymbolicLink()) {
+        throw new OutputDirError(
+          dir,
+          `${name} is ${kindOf(st)}, not a channel file; refused (nothing there is replaced but regular files and links)`,
+        );
+      }
+    }
+    if (existing.length > 0 && !overwrite) throw new OutputExistsError(dir, existing[0]!);
+    const stagingDir = join(dir, ownStagingName('staging'));
+    removeAtExit(stagingDir);
+    await fs.mkdir(stagingDir, { mode: 0o700 });
+    await fs.writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()));
+    return new OutputDir(dir, stagingDir, false, overwrite, existing, log, [], fs, notice);
+  }
+
+  /**
+   * The mode of a dir made in the staging dir: a new output's tree is published as it was
+   * staged (0777 & umask, as mkdir(1) makes it; its holder is private), an existing output's
+   * staging dir stays private (its publish makes the dirs DIR needs itself).
+   */
+  get stagingDirMode(): number {
+    return this.holder !== undefined ? 0o777 : 0o700;
   }
 
   /**
@@ -185,6 +209,7 @@ export class OutputDir {
     options: PublishOptions = {},
   ): Promise<void> {
     this.end();
+    if (this.holder !== undefined) return this.publishFresh(channels, options);
     const { signal } = options;
     const names = publishNamesOf(channels);
     // What to take back on a failure, one byte per channel (not a closure per file: there may
@@ -295,6 +320,51 @@ export class OutputDir {
   }
 
   /**
+   * A new output dir's publish: its staged tree renamed to DIR (fresh-output.ts), or — when
+   * DIR was made meanwhile — the staged entries moved into a staging dir inside it and
+   * published the journaled way, with its checks.
+   */
+  private async publishFresh(
+    channels: readonly (ChannelInfo | string)[] | PublishNames,
+    options: PublishOptions,
+  ): Promise<void> {
+    try {
+      const dirs = treeDirs(eachName(publishNamesOf(channels)));
+      const target = withoutTrailingSlash(this.dir);
+      if (await commitFresh(this.fs, this.stagingDir, target, dirs, options.signal)) {
+        this.committed = true;
+      } else {
+        const inner = await OutputDir.open(this.dir, {
+          overwrite: this.overwrite,
+          log: this.log,
+          notice: this.notice,
+          fs: this.fs,
+        });
+        try {
+          for (const name of await this.fs.readdir(this.stagingDir)) {
+            this.fs.renameSync(join(this.stagingDir, name), join(inner.stagingDir, name));
+          }
+        } catch (error) {
+          await inner.discard().catch((e) => addSuppressed(error as Error, e));
+          throw error;
+        }
+        await inner.publish(channels, options);
+        this.existing = inner.existing;
+        this.committed = true;
+      }
+    } catch (error) {
+      await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
+      throw error;
+    }
+    // Past the commit point: the holder keeps only its marker.
+    await this.removeStaging().catch((e: unknown) =>
+      this.log(
+        `spillway recover: could not remove ${this.holder} (${String(errnoOf(e) ?? e)}); the next run beside it removes it`,
+      ),
+    );
+  }
+
+  /**
    * Takes back every move `done` records (an ending before the commit point): a link this run
    * made is unlinked, an original moved aside goes back under its name. What fails is added to
    * `error`'s `.suppressed`.
@@ -341,11 +411,11 @@ export class OutputDir {
   }
 
   private async removeStaging(): Promise<void> {
-    await this.fs.rm(this.stagingDir);
-    releaseAtExit(this.stagingDir);
-    releaseAtExit(this.dir);
+    const own = this.holder ?? this.stagingDir;
+    await this.fs.rm(own);
+    releaseAtExit(own);
     for (const parent of this.parents) releaseAtExit(parent);
-    if (this.createdDir) await removeCreated(this.fs, this.dir, this.parents);
+    await removeCreated(this.fs, this.parents);
   }
 }
 
@@ -364,66 +434,4 @@ function kindOf(st: Stats): string {
   if (st.isSocket()) return 'a socket';
   if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
   return 'not a regular file';
-}
-
-/**
- * Creates `dir` if it is missing (true: this call made it; the missing parents it made too are
- * pushed to `parents`, deepest first); checks that it is a directory.
- */
-async function ensureDir(fs: FileSystem, dir: string, parents: string[]): Promise<boolean> {
-  let st: Stats;
-  try {
-    // stat, not lstat: the output dir is the caller's own path, a link to a dir is theirs to use.
-    st = await fs.stat(dir);
-  } catch (error) {
-    const errno = errnoOf(error);
-    if (errno === 'ELOOP') throw new OutputDirError(dir, 'is a symlink loop', { cause: error });
-    if (errno === 'ENAMETOOLONG') {
-      throw new OutputDirError(dir, 'name too long for the file system', { cause: error });
-    }
-    if (errno === 'ENOTDIR') {
-      throw new OutputDirError(dir, 'a part of the path is not a directory', { cause: error });
-    }
-    if (errno !== 'ENOENT') throw error;
-    const dangling = await fs.lstat(dir).then(
-      (l) => l.isSymbolicLink(),
-      () => false,
-    );
-    if (dangling) throw new OutputDirError(dir, 'is a dangling symlink', { cause: error });
-    // 0o777 & umask, like mkdir(1): the output is the user's, not a private spill dir. Not
-    // recursive first: a recursive mkdir on a read-only file system reports ENOENT, not EROFS.
-    await fs.mkdir(dir, { mode: 0o777 }).catch(async (e: unknown) => {
-      if (errnoOf(e) !== 'ENOENT') throw e;
-      // The parents this run makes are its own: a failed run removes them again (if empty).
-      for (let p = dirname(dir); p !== dirname(p); p = dirname(p)) {
-        const missing = await fs.lstat(p).then(
-          () => false,
-          (error: unknown) => errnoOf(error) === 'ENOENT',
-        );
-        if (!missing) break;
-        parents.push(p);
-      }
-      await fs.mkdir(dir, { recursive: true, mode: 0o777 });
-    });
-    return true;
-  }
-  if (!st.isDirectory()) throw new OutputDirError(dir, 'is not a directory');
-  return false;
-}
-
-/** Removes the output dir this run made and then the parents it made, each only if empty. */
-async function removeCreated(
-  fs: FileSystem,
-  dir: string,
-  parents: readonly string[],
-): Promise<void> {
-  if (!(await removeIfEmpty(fs, dir))) return;
-  for (const parent of parents) if (!(await removeIfEmpty(fs, parent))) return;
-}
-
-/** Removes `dir` only if nothing is in it: never a tree someone else wrote into meanwhile. */
-async function removeIfEmpty(fs: FileSystem, dir: string): Promise<boolean> {
-  if ((await fs.readdir(dir)).length !== 0) return false;
-  await fs.rm(dir);
-  return true;
 }

@@ -198,6 +198,7 @@ export async function recoverIntoDirectory(
       const fanned = await recoverFannedOut(
         units.map((u) => ({ dir: u.dir, flink: u.sides[0]?.flink })),
         out.stagingDir,
+        out.stagingDirMode,
         sinks as { sink: ChannelFileSink; side: 'input'; dir: string }[],
         start,
         options.onStart,
@@ -215,7 +216,9 @@ export async function recoverIntoDirectory(
       for (const [u, unit] of units.entries()) {
         const result = results[u]!;
         const staging = unit.dir === '' ? out.stagingDir : join(out.stagingDir, unit.dir);
-        if (unit.dir !== '') await fsSeam.mkdir(staging, { recursive: true, mode: 0o700 });
+        if (unit.dir !== '') {
+          await fsSeam.mkdir(staging, { recursive: true, mode: out.stagingDirMode });
+        }
         for (const { side, flink, rescaleSubtask } of unit.sides) {
           const sink = new ChannelFileSink(staging, {}, (info) => channelFileName(side, info));
           sinks.push({ sink, side, dir: unit.dir });

@@ -44,12 +44,14 @@ export interface FanOutShare {
  *
  * @example
  * ```ts
- * const { total, shares } = await recoverFannedOut(units, staging, sinks, start);
+ * const { total, shares } = await recoverFannedOut(units, staging, 0o700, sinks, start);
  * ```
  */
 export async function recoverFannedOut<T>(
   units: readonly FanOutUnit[],
   stagingDir: string,
+  /** The mode of the dirs made in it (the output dir's `stagingDirMode`). */
+  dirMode: number,
   sinks: { sink: ChannelFileSink; side: 'input'; dir: string }[],
   start: (request: FanOutRequest) => {
     readonly done: Promise<T>;
@@ -68,7 +70,7 @@ export async function recoverFannedOut<T>(
   const own: ChannelFileSink[] = [];
   for (const unit of units) {
     const staging = join(stagingDir, unit.dir);
-    await fsSeam.mkdir(staging, { recursive: true, mode: 0o700 });
+    await fsSeam.mkdir(staging, { recursive: true, mode: dirMode });
     const sink = new ChannelFileSink(staging, limits, (info) => channelFileName('input', info));
     sinks.push({ sink, side: 'input', dir: unit.dir });
     own.push(sink);

@@ -21,25 +21,28 @@ import {
 const myUid = typeof process.getuid === 'function' ? process.getuid() : undefined;
 
 /**
- * Judges a staging dir of another run by the sweep's rules, from its `owner.json` (boot id, pid
- * namespace, start time), never from its name alone: only another boot is proof enough without
- * a marker. A dead one is rolled back (journal `publishing`) or completed (`committed`), then
- * removed; live, foreign and undecidable ones are kept.
+ * The verdict on another run's staging dir (or a new output's holder: fresh-output.ts) by the
+ * sweep's rules, from its `owner.json`, never from its name alone: only another boot is proof
+ * enough without a marker. `undefined` for what is not a dir of ours (left alone); a live or
+ * undecidable one is logged as kept.
+ *
+ * @example
+ * ```ts
+ * const verdict = await judgeStaging(fs, path, STAGING_RE.exec(name)!, log);
+ * if (verdict !== undefined && !verdict.alive) await fs.rm(path);
+ * ```
  */
-export async function settleIfDead(
+export async function judgeStaging(
   fs: FileSystem,
-  dir: string,
-  name: string,
+  path: string,
   match: RegExpExecArray,
   log: (line: string) => void,
-  notice: (line: string) => void,
-): Promise<void> {
-  const path = join(dir, name);
+): Promise<Verdict | undefined> {
   const st = await fs.lstat(path).catch(() => undefined);
-  if (st === undefined) return;
+  if (st === undefined) return undefined;
   if (!st.isDirectory() || (myUid !== undefined && st.uid !== myUid)) {
     log(`spillway recover: left ${path} alone: not a staging dir of ours`);
-    return;
+    return undefined;
   }
   const marker = await readMarker(path, fs);
   let verdict: Verdict;
@@ -54,10 +57,26 @@ export async function settleIfDead(
         ? byName
         : { alive: true, reason: `${marker}; only another boot proves it dead` };
   }
-  if (verdict.alive) {
-    log(`spillway recover: kept ${path}: ${verdict.reason}`);
-    return;
-  }
+  if (verdict.alive) log(`spillway recover: kept ${path}: ${verdict.reason}`);
+  return verdict;
+}
+
+/**
+ * Settles a staging dir of another run ({@link judgeStaging}): a dead one is rolled back
+ * (journal `publishing`) or completed (`committed`), then removed; live, foreign and
+ * undecidable ones are kept.
+ */
+export async function settleIfDead(
+  fs: FileSystem,
+  dir: string,
+  name: string,
+  match: RegExpExecArray,
+  log: (line: string) => void,
+  notice: (line: string) => void,
+): Promise<void> {
+  const path = join(dir, name);
+  const verdict = await judgeStaging(fs, path, match, log);
+  if (verdict === undefined || verdict.alive) return;
   const entries = await fs.readdir(path);
   if (entries.includes(COMMITTED)) {
     notice(
