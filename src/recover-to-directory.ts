@@ -20,7 +20,8 @@ export type { DirectoryReport, RecoverToDirectoryOptions, RescaleAll };
  * result subpartition (`partition-<p>-subpartition-<s>.bin`); with `all`, every subtask's
  * under `<operator>/subtask-<n>/`; with `rescale` lacking `subtask`, every new subtask's under
  * `subtask-<i>/`. Bad input is refused before anything is created. The files are written into
- * a private staging dir inside `out` and published in one step: a failure, or `signal`
+ * a private staging dir (inside `out`; for an `out` that does not exist yet, beside it, the
+ * whole tree renamed to `out` at the end) and published in one step: a failure, or `signal`
  * aborted before the commit point, leaves `out` exactly as found (and no spill file anywhere).
  *
  * @throws `TypeError` for a malformed option; the recovery's typed errors
