@@ -1,9 +1,10 @@
 /**
  * The Flink channel-state reader reads ahead as the SPWC reader does
  * (src/services/formats/flink/channel-state.ts): in a dense local stream the next chunk's read
- * is already issued when the current chunk is handed to the visitor; a shared stream (other
- * subtasks' entries between the selected ones) is not read ahead, so its foreign bytes are
- * not read. Either way every selected byte reaches the visitor once, in order, with its CRC.
+ * is already issued when the current chunk is handed to the visitor, and so in a shared one
+ * (other subtasks' entries between the selected ones) whose selected entries are at least 15 %
+ * of it; a sparser one is read one selected entry at a time, so its foreign bytes are not
+ * read. Either way every selected byte reaches the visitor once, in order, with its CRC.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -136,15 +137,36 @@ describe('Flink channel-state read-ahead', () => {
     }
   });
 
-  it('a shared stream (other channels between the selected ones) is not read ahead: its first payload comes with only the header and that entry read', async () => {
+  it('a sparse shared stream (the selected entries under 15 % of it) is not read ahead: its first payload comes with only the header and that entry read', async () => {
+    const sparse = Array.from({ length: 80 }, (_, i) => ({
+      channel: i % 8,
+      body: patternBytes(200 + (i % 40), i),
+    }));
+    const { where, handles } = await writeStream(sparse);
+    const mine = handles.filter((h) => h.handle.channel === 1); // an eighth of the stream
+    seam.resetFsSeam();
+    // 64-byte chunks: the header's read ends inside channel 0's first entry.
+    const { got, readsAtFirstPayload } = await read(where, mine, 64);
+    expect(got).toEqual(expected(sparse, new Set([1])));
+    expect(readsAtFirstPayload).toBe(2); // the stream header's, then channel 1's first entry's
+    // In 1 KiB chunks (each entry fits one): the header's read (which holds the first selected
+    // entry too), then one per selected entry: 10 in all, never a chunk of others' bytes.
+    seam.resetFsSeam();
+    await read(where, mine, 1024);
+    expect(seam.fsOpCounts().read).toBe(10);
+  });
+
+  it('a shared stream whose selected entries are a third of it (Flink merges up to 5 subtasks into a file) is read in whole chunks, ahead: one read per chunk, not per entry, each selected byte once', async () => {
     const big = ENTRIES.map((e, i) => ({ ...e, body: patternBytes(200 + i, i) }));
     const { where, handles } = await writeStream(big);
     const mine = handles.filter((h) => h.handle.channel === 1); // a third of the stream
     seam.resetFsSeam();
-    // 64-byte chunks: the header's read ends inside channel 0's first entry.
-    const { got, readsAtFirstPayload } = await read(where, mine, 64);
+    const { got } = await read(where, mine, 1024);
     expect(got).toEqual(expected(big, new Set([1])));
-    expect(readsAtFirstPayload).toBe(2); // the stream header's, then channel 1's first entry's
+    // A read ahead that began before the next selected entry (other channels' bytes first) is
+    // used, not dropped and read again: about one read per 1 KiB of the stream.
+    expect(seam.fsOpCounts().read).toBeLessThanOrEqual(Math.ceil(where.length / 1024) + 1);
+    expect(seam.fsOpCounts().read).toBeLessThan(mine[0]!.handle.offsets.length);
   });
 
   it('a visitor that returns promises (entries and payloads) gets every byte once, in order, at any chunk size', async () => {
