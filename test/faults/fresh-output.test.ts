@@ -7,7 +7,15 @@
  * made meanwhile is published into the journaled way, never clobbered; dead runs' holders are
  * removed and live ones kept.
  */
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { OutputExistsError } from '../../src/services/errors.ts';
@@ -263,5 +271,80 @@ describe('G7 G10 a kill -9 past the rename (or in the journaled fallback) leaves
     expect(readdirSync(out).sort()).toEqual([name(0), 'theirs.txt']);
     await live.discard();
     expect(readdirSync(parent).sort()).toEqual(['notes.txt', 'out']);
+  });
+});
+
+describe('G10 a fault at every operation of the journaled fallback (DIR made meanwhile)', () => {
+  /**
+   * Another run's tree (a user's file in it) renamed to DIR between this run's check and its
+   * rename, as a concurrent run publishes; then the fault, armed from that instant on.
+   */
+  async function raced(fault?: { op: FsOp; nth: number }) {
+    const parent = await parentDir();
+    const out = join(parent, 'out');
+    const theirs = join(parent, 'their-tree');
+    mkdirSync(theirs);
+    writeFileSync(join(theirs, 'theirs.txt'), 'made meanwhile');
+    const counts: Partial<Record<FsOp, number>> = {};
+    let raced = false;
+    seam.resetFsSeam();
+    seam.setFsSyncHook((op, path) => {
+      if (raced && path.includes(parent)) counts[op] = (counts[op] ?? 0) + 1;
+      if (op !== 'rename' || !path.endsWith('/tree') || raced) return;
+      raced = true;
+      renameSync(theirs, out);
+      if (fault !== undefined) seam.injectFault({ ...fault, code: 'EIO', pathIncludes: parent });
+    });
+    seam.setFsHook(async (op, path) => {
+      if (raced && path.includes(parent)) counts[op] = (counts[op] ?? 0) + 1;
+    });
+    let dir: OutputDir | undefined;
+    let error: Error | undefined;
+    try {
+      dir = await OutputDir.open(out, { fs: seam.fs });
+      for (let k = 0; k < FILES; k++) writeFileSync(join(dir.stagingDir, name(k)), `new ${k}`);
+      await dir.publish(names);
+    } catch (e) {
+      error = e as Error;
+      await dir?.discard().catch(() => undefined);
+    } finally {
+      seam.resetFsSeam();
+    }
+    return { parent, out, error, counts };
+  }
+
+  it('G10 each fault leaves DIR as the other run made it, or fully published', async () => {
+    const clean = await raced();
+    expect(clean.error).toBeUndefined();
+    expect(clean.counts.rename).toBeGreaterThan(FILES); // the moves into the inner staging dir
+    const problems: string[] = [];
+    let asFound = 0;
+    for (const op of FS_OPS) {
+      for (let nth = 1; nth <= (clean.counts[op] ?? 0); nth++) {
+        const { parent, out, error } = await raced({ op, nth });
+        const where = `${op} #${nth}`;
+        const inOut = readdirSync(out).sort();
+        if (error !== undefined) {
+          if (inOut.join() === 'theirs.txt') asFound++;
+          else problems.push(`${where}: failed (${error.message}) and left ${inOut.join(', ')}`);
+          if (holdersIn(parent).length > 0) problems.push(`${where}: failed and left a holder`);
+          continue;
+        }
+        const published =
+          names.every((n, k) => readFileSync(join(out, n), 'utf8') === `new ${k}`) &&
+          readFileSync(join(out, 'theirs.txt'), 'utf8') === 'made meanwhile';
+        // Past the commit point a fault may leave the lock (its holder gone) or the committed
+        // staging dir, and the holder with nothing of the run's: the next run removes them.
+        const extra = inOut.filter((n) => n !== 'theirs.txt' && !names.includes(n));
+        const leftOk = extra.every(
+          (n) =>
+            n === '.spillway-publish-lock' ||
+            (n.startsWith('.spillway-staging-') && readdirSync(join(out, n)).includes('committed')),
+        );
+        if (!published || !leftOk) problems.push(`${where}: resolved but ${inOut.join(', ')}`);
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(asFound).toBeGreaterThan(5);
   });
 });

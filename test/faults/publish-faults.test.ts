@@ -224,3 +224,37 @@ for (const files of [EVERY, 20_000]) {
     });
   }
 }
+
+describe('G10 a fault at each open/write/sync/close/mkdir/readdir/lstat of a publish (its journal, syncs and lock)', () => {
+  it('leaves the dir exactly as found (no staging dir, no lock), or fully published past the commit point', async () => {
+    const files = 5;
+    // (An rm fault past the commit point leaves the committed staging dir to the next run.)
+    const ops: readonly FsOp[] = ['open', 'write', 'sync', 'close', 'mkdir', 'readdir', 'lstat'];
+    const root = await makeTempRoot();
+    const tpl = template(join(root, 'new'), files, 'new');
+    let runs = 0;
+    const fresh = () => userDir(join(root, `out-${runs++}`), files, undefined);
+    const clean = await publish(fresh(), tpl, files, false);
+    expect(clean.error).toBeUndefined();
+    const problems: string[] = [];
+    let restored = 0;
+    for (const op of ops) {
+      for (let nth = 1; nth <= clean.counts[op]; nth++) {
+        const dir = fresh();
+        const found = snapshot(dir, true);
+        const run = await publish(dir, tpl, files, false, { op, nth });
+        if (run.error !== undefined) {
+          const now = snapshot(dir, true);
+          if (JSON.stringify([...now]) === JSON.stringify([...found])) restored++;
+          else problems.push(`${op} #${nth}: failed and left ${[...now.keys()].join(', ')}`);
+        } else {
+          const wrong = isPublished(dir, tpl, found, files);
+          if (wrong !== undefined) problems.push(`${op} #${nth}: resolved but ${wrong}`);
+        }
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(restored).toBeGreaterThan(0);
+  });
+});

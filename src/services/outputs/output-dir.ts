@@ -187,7 +187,16 @@ export class OutputDir {
     const stagingDir = join(dir, ownStagingName('staging'));
     removeAtExit(stagingDir);
     await fs.mkdir(stagingDir, { mode: 0o700 });
-    await fs.writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()));
+    // Without its marker no later run could judge it: gone now, as makeHolder does.
+    await fs
+      .writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()))
+      .catch(async (e) => {
+        await fs.rm(stagingDir).then(
+          () => releaseAtExit(stagingDir),
+          (r) => addSuppressed(e, r),
+        );
+        throw e;
+      });
     return new OutputDir(dir, stagingDir, false, overwrite, existing, log, [], fs, notice);
   }
 
@@ -273,16 +282,17 @@ export class OutputDir {
       await this.removeStaging().catch((e) => addSuppressed(error as Error, e));
       throw error;
     }
-    // Written and synced before the first move: from here a crash is rolled back by the next
-    // run, so the exit hook must not remove the staging dir (it would take the originals).
-    await writeSynced(
-      this.fs,
-      join(this.stagingDir, PUBLISHING),
-      journalText(this.overwrite, created),
-    );
-    releaseAtExit(this.stagingDir);
     let made = 0;
     try {
+      // Written and synced before the first move: from here a crash is rolled back by the next
+      // run, so the exit hook must not remove the staging dir (it would take the originals).
+      // Inside the try: a journal that cannot be written is an ending before any move.
+      await writeSynced(
+        this.fs,
+        join(this.stagingDir, PUBLISHING),
+        journalText(this.overwrite, created),
+      );
+      releaseAtExit(this.stagingDir);
       for (const rel of created) {
         await this.fs.mkdir(inDir + rel, { mode: 0o777 });
         made++;
