@@ -239,3 +239,29 @@ describe('G7 G10 holders of other runs beside a new dir', () => {
     expect(readdirSync(parent)).toEqual(['notes.txt']);
   });
 });
+
+describe('G7 G10 a kill -9 past the rename (or in the journaled fallback) leaves DIR existing', () => {
+  it('G10 the next run into DIR itself removes a dead holder beside it; a live one is kept', async () => {
+    // What a kill -9 between the rename and the holder's removal leaves: DIR complete, and a
+    // holder beside it (here a dead run's, of another boot, with a staged file still in it, as
+    // a kill -9 in the fallback into a DIR made meanwhile leaves it).
+    const parent = await parentDir();
+    const out = join(parent, 'out');
+    mkdirSync(out);
+    writeFileSync(join(out, 'theirs.txt'), 'published before');
+    const live = await OutputDir.open(join(parent, 'other'), { fs: seam.fs });
+    const dead = join(parent, '.spillway-new-00000000-4242-1-0123abcd');
+    mkdirSync(join(dead, 'tree'), { recursive: true });
+    writeFileSync(join(dead, 'tree', name(0)), 'a dead run’s');
+    const log: string[] = [];
+    const next = await OutputDir.open(out, { fs: seam.fs, log: (l) => log.push(l) });
+    writeFileSync(join(next.stagingDir, name(0)), 'new 0');
+    await next.publish([name(0)]);
+    expect(readdirSync(parent)).not.toContain(dead.slice(parent.length + 1));
+    expect(log.join('\n')).toMatch(/removed .*spillway-new-00000000-4242-1-0123abcd/);
+    expect(holdersIn(parent)).toHaveLength(1);
+    expect(readdirSync(out).sort()).toEqual([name(0), 'theirs.txt']);
+    await live.discard();
+    expect(readdirSync(parent).sort()).toEqual(['notes.txt', 'out']);
+  });
+});

@@ -171,6 +171,30 @@ export async function removeDeadHolders(
   }
 }
 
+/**
+ * Removes the dead holders beside an existing output dir `dir`: a `kill -9` past a new dir's
+ * rename, or in its journaled fallback into a DIR made meanwhile, leaves the holder in DIR's
+ * parent, where a run into DIR itself would never look. Best effort: the parent is not this
+ * run's output, so what fails there is logged, never the run's failure.
+ *
+ * @example
+ * ```ts
+ * await removeDeadHoldersBeside(fs, 'out', log);
+ * ```
+ */
+export async function removeDeadHoldersBeside(
+  fs: FileSystem,
+  dir: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const target = withoutTrailingSlash(dir);
+  const parent = dirname(target);
+  if (parent === target) return;
+  await removeDeadHolders(fs, parent, log).catch((e: unknown) =>
+    log(`spillway recover: left the holders in ${parent} alone (${String(errnoOf(e) ?? e)})`),
+  );
+}
+
 /** `dir` without trailing separators: rename(2) and dirname see the dir itself. */
 export function withoutTrailingSlash(dir: string): string {
   const trimmed = dir.replace(/\/+$/, '');

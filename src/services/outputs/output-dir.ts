@@ -48,6 +48,7 @@ import {
   ownStagingName,
   removeCreated,
   removeDeadHolders,
+  removeDeadHoldersBeside,
   withoutTrailingSlash,
 } from './fresh-output.ts';
 import {
@@ -169,6 +170,7 @@ export class OutputDir {
       if (match !== null) await settleIfDead(fs, dir, name, match, log, notice);
     }
     await removeDeadHolders(fs, dir, log, entries);
+    await removeDeadHoldersBeside(fs, dir, log);
     await settlePublishLock(dir, fs);
     const names = await fs.readdir(dir);
     const existing = names.filter((n) => CHANNEL_FILE_RE.test(n)).sort();
