@@ -27,8 +27,8 @@ import type { Stats } from '../fs.ts';
 import { dirname, join } from 'node:path';
 import { dirPrefix } from './dir-prefix.ts';
 import { CHANNEL_FILE_RE } from './file-names.ts';
-import { missingDirs, removeDirs, treeDirs } from './publish-tree.ts';
-import { eachName, publishNamesOf, type PublishNames } from './publish-names.ts';
+import { missingDirs, removeDirs } from './publish-tree.ts';
+import { dirsOfNames, publishNamesOf, type PublishNames } from './publish-names.ts';
 import { acquirePublishLock, settlePublishLock } from './publish-lock.ts';
 import type { ChannelInfo } from '../channel.ts';
 import {
@@ -269,7 +269,7 @@ export class OutputDir {
     // in the journal, so an undo now or after a crash removes exactly those.
     // The names walked one by one: a copy (and an array per name, as a flatMap made) was
     // ~10 MB at 262,144 channels, at the run's peak of memory.
-    const tree = treeDirs(eachName(names));
+    const tree = dirsOfNames(names);
     const created = tree.length === 0 ? [] : await missingDirs(this.fs, this.dir, tree);
     if (tree.length > 0 && this.overwrite) {
       throw new OutputDirError(this.dir, 'a tree of subtask dirs is never published over files');
@@ -341,7 +341,7 @@ export class OutputDir {
     options: PublishOptions,
   ): Promise<void> {
     try {
-      const dirs = treeDirs(eachName(publishNamesOf(channels)));
+      const dirs = dirsOfNames(publishNamesOf(channels));
       const target = withoutTrailingSlash(this.dir);
       if (await commitFresh(this.fs, this.stagingDir, target, dirs, options.signal)) {
         this.committed = true;
