@@ -133,6 +133,21 @@ describe('G10 a new output dir is staged beside it and published by one rename',
   });
 });
 
+describe('G10 a new DIR given with . and .. in its path', () => {
+  it('G10 parent/missing/../out and parent/./out2/ are published whole, nothing else left', async () => {
+    const parent = await parentDir();
+    // The path is used as given (no path.join here, which would normalize it away).
+    for (const out of [`${parent}/missing/../out`, `${parent}/./out2/`]) {
+      const opened = await OutputDir.open(out, { fs: seam.fs });
+      for (let k = 0; k < FILES; k++) writeFileSync(join(opened.stagingDir, name(k)), `new ${k}`);
+      await opened.publish(names);
+    }
+    expect(isPublished(join(parent, 'out'))).toBe(true);
+    expect(isPublished(join(parent, 'out2'))).toBe(true);
+    expect(readdirSync(parent).sort()).toEqual(['notes.txt', 'out', 'out2']);
+  });
+});
+
 describe('G10 a fault at every operation of a new dir’s open and publish', () => {
   it('G10 each fault leaves the parent exactly as found, or DIR fully published', async () => {
     // The operations of one clean run, counted per kind (paths under the parent only).

@@ -17,7 +17,7 @@
  * dir beside it judges it by the sweep's rules ({@link judgeStaging}) and removes a dead one:
  * it never holds anything of the user's.
  */
-import { dirname, join } from 'node:path';
+import { dirname, join, normalize } from 'node:path';
 import { randomBytes } from '../node-crypto.ts';
 import { AbortedError, addSuppressed, errnoOf, OutputDirError } from '../errors.ts';
 import type { FileSystem, Stats } from '../fs.ts';
@@ -187,7 +187,7 @@ export async function removeDeadHoldersBeside(
   dir: string,
   log: (line: string) => void,
 ): Promise<void> {
-  const target = withoutTrailingSlash(dir);
+  const target = normalizedTarget(dir);
   const parent = dirname(target);
   if (parent === target) return;
   await removeDeadHolders(fs, parent, log).catch((e: unknown) =>
@@ -195,10 +195,15 @@ export async function removeDeadHoldersBeside(
   );
 }
 
-/** `dir` without trailing separators: rename(2) and dirname see the dir itself. */
-export function withoutTrailingSlash(dir: string): string {
-  const trimmed = dir.replace(/\/+$/, '');
-  return trimmed === '' ? dir : trimmed;
+/**
+ * `dir` as the paths under it are made (path.join normalizes `.` and `..` away), without
+ * trailing separators: rename(2) and dirname see the dir itself, and the holder's tree goes
+ * where it is renamed to (`a/missing/../out` is `a/out`, whose parent `a` holds the holder).
+ */
+export function normalizedTarget(dir: string): string {
+  const normalized = normalize(dir);
+  const trimmed = normalized.replace(/\/+$/, '');
+  return trimmed === '' ? normalized : trimmed;
 }
 
 /**

@@ -49,7 +49,7 @@ import {
   removeCreated,
   removeDeadHolders,
   removeDeadHoldersBeside,
-  withoutTrailingSlash,
+  normalizedTarget,
 } from './fresh-output.ts';
 import {
   COMMITTED,
@@ -152,7 +152,7 @@ export class OutputDir {
     const notice = options.notice ?? log;
     const overwrite = options.overwrite === true;
     if (await isMissing(fs, dir)) {
-      const target = withoutTrailingSlash(dir);
+      const target = normalizedTarget(dir);
       // What dead runs into new dirs beside this one left (before this run's own is there).
       await removeDeadHolders(fs, dirname(target), log);
       const parents: string[] = [];
@@ -342,11 +342,11 @@ export class OutputDir {
   ): Promise<void> {
     try {
       const dirs = dirsOfNames(publishNamesOf(channels));
-      const target = withoutTrailingSlash(this.dir);
+      const target = normalizedTarget(this.dir);
       if (await commitFresh(this.fs, this.stagingDir, target, dirs, options.signal)) {
         this.committed = true;
       } else {
-        const inner = await OutputDir.open(this.dir, {
+        const inner = await OutputDir.open(target, {
           overwrite: this.overwrite,
           log: this.log,
           notice: this.notice,
