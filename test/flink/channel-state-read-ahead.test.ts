@@ -6,7 +6,7 @@
  * of it; a sparser one is read one selected entry at a time, so its foreign bytes are not
  * read. Either way every selected byte reaches the visitor once, in order, with its CRC.
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { crc32 } from '../../src/services/crc32.ts';
@@ -167,6 +167,44 @@ describe('Flink channel-state read-ahead', () => {
     // used, not dropped and read again: about one read per 1 KiB of the stream.
     expect(seam.fsOpCounts().read).toBeLessThanOrEqual(Math.ceil(where.length / 1024) + 1);
     expect(seam.fsOpCounts().read).toBeLessThan(mine[0]!.handle.offsets.length);
+  });
+
+  it('G9 G6 a shared stream read in chunks: a corrupt length in another subtask’s entry does not matter, in a selected one the error names its byte; a read ahead failing where it is not wanted changes nothing', async () => {
+    const big = ENTRIES.map((e, i) => ({ ...e, body: patternBytes(200 + i, i) }));
+    const { where, handles } = await writeStream(big);
+    const mine = handles.filter((h) => h.handle.channel === 1); // a third: read in chunks
+    const theirs = handles.find((h) => h.handle.channel === 0)!.handle.offsets;
+    const bytes = await readFile(where.location);
+    bytes.writeInt32BE(0x7fffffff, theirs[1]!);
+    bytes.writeInt32BE(-5, theirs[2]!);
+    await writeFile(where.location, bytes);
+    expect((await read(where, mine, 64)).got).toEqual(expected(big, new Set([1])));
+    // EIO at each read of the stream in turn: the run fails with it, or (a read ahead whose
+    // bytes were not wanted) delivers every selected byte once, in order.
+    seam.resetFsSeam();
+    await read(where, mine, 64);
+    const reads = seam.fsOpCounts().read;
+    let unharmed = 0;
+    for (let nth = 1; nth <= reads; nth++) {
+      seam.resetFsSeam();
+      seam.injectFault({ op: 'read', nth, code: 'EIO', pathIncludes: 'channel-state' });
+      const run = await read(where, mine, 64).catch((e: unknown) => e as Error);
+      if (run instanceof Error) expect(run.message, `read #${nth}`).toContain('EIO');
+      else {
+        expect(run.got, `read #${nth}`).toEqual(expected(big, new Set([1])));
+        unharmed++;
+      }
+    }
+    // Not only the last read ahead (released unread): those that began before a selected
+    // entry and failed are dropped and read again (14 of 67 here; 1 if their error is thrown).
+    expect(unharmed).toBeGreaterThan(1);
+    seam.resetFsSeam();
+    const at = mine[0]!.handle.offsets[3]!;
+    bytes.writeInt32BE(0x7fffff00, at);
+    await writeFile(where.location, bytes);
+    const error = await read(where, mine, 64).catch((e: unknown) => e as Error);
+    expect(error).toMatchObject({ name: 'CorruptCheckpointError' });
+    expect((error as Error).message).toContain(`at byte ${at}:`);
   });
 
   it('a visitor that returns promises (entries and payloads) gets every byte once, in order, at any chunk size', async () => {
