@@ -22,6 +22,7 @@ import { OutputExistsError } from '../../src/services/errors.ts';
 import { OutputDir } from '../../src/services/outputs/output-dir.ts';
 import { FS_OPS, type FsOp } from '../../src/services/fs.ts';
 import { FaultSeam } from '../helpers/fault-seam.ts';
+import { spawnFixture } from '../helpers/processes.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
 const seam = new FaultSeam();
@@ -361,5 +362,17 @@ describe('G10 a fault at every operation of the journaled fallback (DIR made mea
     }
     expect(problems).toEqual([]);
     expect(asFound).toBeGreaterThan(5);
+  });
+});
+
+describe('G10 a failed open of a new dir leaves nothing to the exit hook', () => {
+  it('G10 parents made and removed by a failed open are not removed at exit when the user makes them again', async () => {
+    const parent = await parentDir();
+    const child = spawnFixture('exit-hook-parents-child.ts', [parent]);
+    const { code } = await child.exited;
+    expect(code, child.stderr).toBe(0);
+    expect(JSON.parse(child.stdout.trim())).toEqual({ code: 'EIO' });
+    // The user's a/b are still there after the child's exit hook ran.
+    expect(readdirSync(join(parent, 'a'))).toEqual(['b']);
   });
 });

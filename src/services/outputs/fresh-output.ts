@@ -73,20 +73,27 @@ export async function makeHolder(
   const holder = join(parent, ownStagingName('new'));
   removeAtExit(holder);
   // Not recursive first: a recursive mkdir on a read-only file system reports ENOENT, not EROFS.
-  await fs.mkdir(holder, { mode: 0o700 }).catch(async (e: unknown) => {
-    if (errnoOf(e) !== 'ENOENT') throw e;
-    for (let p = parent; p !== dirname(p); p = dirname(p)) {
-      const missing = await fs.lstat(p).then(
-        () => false,
-        (error: unknown) => errnoOf(error) === 'ENOENT',
-      );
-      if (!missing) break;
-      parents.push(p);
-    }
-    for (const p of parents) removeAtExit(p, { ifEmpty: true });
-    await fs.mkdir(parent, { recursive: true, mode: 0o777 });
-    await fs.mkdir(holder, { mode: 0o700 });
-  });
+  await fs
+    .mkdir(holder, { mode: 0o700 })
+    .catch(async (e: unknown) => {
+      if (errnoOf(e) !== 'ENOENT') throw e;
+      for (let p = parent; p !== dirname(p); p = dirname(p)) {
+        const missing = await fs.lstat(p).then(
+          () => false,
+          (error: unknown) => errnoOf(error) === 'ENOENT',
+        );
+        if (!missing) break;
+        parents.push(p);
+      }
+      for (const p of parents) removeAtExit(p, { ifEmpty: true });
+      await fs.mkdir(parent, { recursive: true, mode: 0o777 });
+      await fs.mkdir(holder, { mode: 0o700 });
+    })
+    .catch((e: unknown) => {
+      // No holder: nothing of it for the exit hook (the parents are the caller's to settle).
+      releaseAtExit(holder);
+      throw e;
+    });
   const tree = join(holder, 'tree');
   try {
     await fs.writeFile(join(holder, MARKER), JSON.stringify(currentOwner()));
@@ -238,8 +245,13 @@ export async function isMissing(fs: FileSystem, dir: string): Promise<boolean> {
   return false;
 }
 
-/** Removes the parents of a new output dir this run made, deepest first, each only if empty. */
+/**
+ * Removes the parents of a new output dir this run made, deepest first, each only if empty,
+ * and forgets them at exit first: the exit hook must never take them later, when they may be
+ * someone else's dirs made again under the same names.
+ */
 export async function removeCreated(fs: FileSystem, parents: readonly string[]): Promise<void> {
+  for (const parent of parents) releaseAtExit(parent);
   for (const parent of parents) if (!(await removeIfEmpty(fs, parent))) return;
 }
 

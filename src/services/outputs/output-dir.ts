@@ -426,7 +426,6 @@ export class OutputDir {
     const own = this.holder ?? this.stagingDir;
     await this.fs.rm(own);
     releaseAtExit(own);
-    for (const parent of this.parents) releaseAtExit(parent);
     await removeCreated(this.fs, this.parents);
   }
 }
