@@ -95,17 +95,36 @@ export async function makeHolder(
       throw e;
     });
   const tree = join(holder, 'tree');
+  await markOwned(fs, holder, () => fs.mkdir(tree, { mode: 0o777 }));
+  return { holder, tree };
+}
+
+/**
+ * Writes the owner marker into `dir` (a staging dir or a holder this run just made), then runs
+ * `rest`; if either fails, `dir` is removed and forgotten at exit: without its marker no later
+ * run could judge it (never by name alone), so it would stay until a reboot.
+ *
+ * @example
+ * ```ts
+ * await fs.mkdir(stagingDir, { mode: 0o700 });
+ * await markOwned(fs, stagingDir);
+ * ```
+ */
+export async function markOwned(
+  fs: FileSystem,
+  dir: string,
+  rest: () => Promise<unknown> = async () => undefined,
+): Promise<void> {
   try {
-    await fs.writeFile(join(holder, MARKER), JSON.stringify(currentOwner()));
-    await fs.mkdir(tree, { mode: 0o777 });
+    await fs.writeFile(join(dir, MARKER), JSON.stringify(currentOwner()));
+    await rest();
   } catch (error) {
-    await fs.rm(holder).then(
-      () => releaseAtExit(holder),
+    await fs.rm(dir).then(
+      () => releaseAtExit(dir),
       (e: unknown) => addSuppressed(error as Error, e),
     );
     throw error;
   }
-  return { holder, tree };
 }
 
 /**

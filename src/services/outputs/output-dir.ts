@@ -39,12 +39,12 @@ import {
   OutputExistsError,
 } from '../errors.ts';
 import { fsSeam, type FileSystem } from '../fs.ts';
-import { currentOwner } from '../spill-root/identity.ts';
 import { settleIfDead } from './staging-leftovers.ts';
 import {
   commitFresh,
   isMissing,
   makeHolder,
+  markOwned,
   ownStagingName,
   removeCreated,
   removeDeadHolders,
@@ -56,7 +56,6 @@ import {
   forEachInTurns,
   forEachLimited,
   journalText,
-  MARKER,
   PUBLISH_IN_FLIGHT,
   PUBLISHING,
   REPLACED,
@@ -187,16 +186,7 @@ export class OutputDir {
     const stagingDir = join(dir, ownStagingName('staging'));
     removeAtExit(stagingDir);
     await fs.mkdir(stagingDir, { mode: 0o700 });
-    // Without its marker no later run could judge it: gone now, as makeHolder does.
-    await fs
-      .writeFile(join(stagingDir, MARKER), JSON.stringify(currentOwner()))
-      .catch(async (e) => {
-        await fs.rm(stagingDir).then(
-          () => releaseAtExit(stagingDir),
-          (r) => addSuppressed(e, r),
-        );
-        throw e;
-      });
+    await markOwned(fs, stagingDir);
     return new OutputDir(dir, stagingDir, false, overwrite, existing, log, [], fs, notice);
   }
 

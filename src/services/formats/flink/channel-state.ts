@@ -118,6 +118,8 @@ class DelegateReader {
    * chunks, ahead, like an SPWC file; else one selected entry at a time (others' bytes unread).
    */
   private readonly dense: boolean;
+  /** A local file's (its window reads ahead and its buffers go back to the pool). */
+  private readonly local: boolean;
   private entries = 0;
   private payloadBytes = 0;
 
@@ -135,7 +137,8 @@ class DelegateReader {
     this.planned.sort((a, b) => a.offset - b.offset || a.item - b.item);
     this.left = handles.map((h) => h.handle.stateSize);
     const declared = this.left.reduce((a, b) => a + b, 0);
-    const share = isRemoteLocation(where.location) ? REMOTE_DENSE_SHARE : LOCAL_DENSE_SHARE;
+    this.local = !isRemoteLocation(where.location);
+    const share = this.local ? LOCAL_DENSE_SHARE : REMOTE_DENSE_SHARE;
     this.dense = declared >= share * (where.length - CHANNEL_STATE_INT_BYTES);
   }
 
@@ -184,7 +187,7 @@ class DelegateReader {
     const capacity = Math.min(this.chunkBytes, Math.max(length, 16));
     // A dense local stream is read ahead; a remote one reads one range at a time (its reads
     // are resumable streams).
-    const local = !isRemoteLocation(this.where.location);
+    const { local } = this;
     const window = new ReadWindow(
       file,
       capacity,
