@@ -66,6 +66,11 @@ describe.skipIf(!hasChromium)('the page of a Flink recover --inspect', () => {
       page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
       await page.goto(url);
       await page.waitForSelector('.chan[data-bytes="2571"]');
+      // Every channel's row, not only the one waited for: rows arrive as the inspector's
+      // events do, and under load the last one came after that channel's bytes (a CI run).
+      await page.waitForFunction(
+        () => document.querySelectorAll('.chan[data-channel]').length >= 3,
+      );
       expect(await page.textContent('[data-about="operator"]')).toBe('slow-join');
       expect(await page.textContent('[data-about="subtask"]')).toBe('0');
       const found = await page.evaluate(() => {
