@@ -90,14 +90,7 @@ async function readOffsets(input: MetadataInput, what: string): Promise<number[]
   const at = input.position;
   const count = await input.int32(`${what} offset count`);
   input.checkCount(count, 8, `${what} offset`, at);
-  const offsets: number[] = [];
-  for (let i = 0; i < count; i++) {
-    // Awaited only when the window must be refilled: an await per offset (a microtask each)
-    // was the largest part of reading a handle with thousands of entries.
-    const offset = input.nonNegativeInt64(`${what} offset`);
-    offsets.push(typeof offset === 'number' ? offset : await offset);
-  }
-  return offsets;
+  return input.nonNegativeInt64s(count, `${what} offset`);
 }
 
 /** An index (subtask, gate, channel) Flink writes as int32: never negative when Flink wrote it. */
@@ -203,9 +196,7 @@ async function readChannelHandlesV2(
     if (offsetCount < 0)
       throw input.corrupt(offsetsAt, `${what}: negative offset count ${offsetCount}`);
     inBlob(offsetCount * 8, 'offsets');
-    const offsets: number[] = [];
-    for (let k = 0; k < offsetCount; k++)
-      offsets.push(await input.nonNegativeInt64(`${what} offset`));
+    const offsets = await input.nonNegativeInt64s(offsetCount, `${what} offset`);
     handles.push({
       side,
       subtaskIndex,

@@ -212,6 +212,34 @@ export class MetadataInput {
     });
   }
 
+  /**
+   * `count` int64s that must be safe integers and not negative (a handle's entry offsets), as
+   * {@link nonNegativeInt64} reads each, same errors at the same bytes. The values whose bytes
+   * the window holds are read in one loop: a handle lists an offset per network buffer, and a
+   * call, closure and label string per offset were most of a `_metadata`'s parse.
+   */
+  async nonNegativeInt64s(count: number, what: string): Promise<number[]> {
+    const values: number[] = [];
+    while (values.length < count) {
+      const p = this.position;
+      const end = this.windowStart + this.windowLength;
+      const here = p >= this.windowStart && p < end ? Math.floor((end - p) / 8) : 0;
+      const n = Math.min(count - values.length, here);
+      if (n === 0) {
+        values.push(await this.nonNegativeInt64(what));
+        continue;
+      }
+      for (let k = 0; k < n; k++) {
+        const at = p + 8 * k;
+        const v = this.safeInt64(at - this.windowStart, at, what);
+        if (v < 0) throw this.corrupt(at, `negative ${what} ${v}`);
+        values.push(v);
+      }
+      this.position = p + 8 * n;
+    }
+    return values;
+  }
+
   /** An int64 read only for its bounds (its value is not used, any value is valid). */
   skipInt64(what: string): void {
     this.skip(8, what);
