@@ -31,9 +31,9 @@ side in one run, as ratios (each the median of N alternating runs, with min and 
   e2eRecoverVsDdTmpfs the spillway recover process (default flags) of 1 GiB ÷ dd bs=1M of the
                       same I/O, everything on a tmpfs (root only; null where refused)
   e2eRecoverVsDd      the same on disk, nothing synced (as a user runs it)
-  spillVsCrcWrite     a 1 MiB copy loop that also CRC-32s every byte (the product's CRC) ÷ the
+  spillVsCrcWrite     a 512 KiB copy loop that also CRC-32s every byte (the product's CRC) ÷ the
                       fetch stage (checkpoint → spill files): the floor of the same work
-  drainVsCrcRead      1 MiB reads of the spill files that CRC-32 every byte ÷ the drain
+  drainVsCrcRead      512 KiB reads of the spill files that CRC-32 every byte ÷ the drain
   …CrcWriteTmpfs, …CrcReadTmpfs  the same on a tmpfs
   spillVsRawWrite, drainVsRawRead (and …Tmpfs)  the same against plain I/O (no checksum)
   flinkVsSpwc         fetch of an SPWC file ÷ fetch of a Flink checkpoint holding the same bytes
@@ -49,7 +49,7 @@ side in one run, as ratios (each the median of N alternating runs, with min and 
   peakRssMiBAt2GiB    peak RSS of a child process recovering a 2 GiB checkpoint (MiB)
   tuple3DecodeMPerSec million Flink Tuple3<Long,Integer,String> records decoded per second
   skipped             why each null figure is null, by its name
-The floors are the fastest known way on this machine: synchronous 1 MiB preads and writes (as
+The floors are the fastest known way on this machine: synchronous 512 KiB preads and writes (as
 dd does), dd itself, a synchronous file-creation loop. Nothing is synced before a timed step.
 Besides, in the details: an s3:// read from a local S3 server ÷ a plain ranged GET of the same
 object through the same server.
