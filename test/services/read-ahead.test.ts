@@ -62,6 +62,42 @@ describe('drain read-ahead', () => {
     await state.release();
   });
 
+  it('G8 with reused buffers each keeps room for the largest piece asked for, not a whole read: pieces straddling reads still arrive whole, no byte is read twice, and a longer piece gets a read of its own', async () => {
+    const chunk = 64;
+    const piece = 24;
+    const appends: [ChannelInfo, Buffer][] = [];
+    for (let i = 0; i < 12; i++) appends.push([i % 2 === 0 ? C0 : C1, patternBytes(30 + 7 * i, i)]);
+    // One segment per append, of 46–123 bytes: headers and pieces straddle the 64-byte reads at
+    // every offset, so some pieces carry up to 23 bytes across one.
+    const { state } = await spill(appends);
+    const total = appends.reduce((n, [, body]) => n + SEGMENT_HEADER_BYTES + body.length, 0);
+    const reader = SpillReader.open(state, chunk, { reuseBuffers: true, maxPieceBytes: piece });
+    for (const [, expected] of appends) {
+      const segment = (await reader.nextSegment())!;
+      const parts: Buffer[] = [];
+      for (let b = await segment.read(piece); b !== null; b = await segment.read(piece)) {
+        // A slice of a read buffer: a read plus the room for one piece, not two reads' worth.
+        expect(b.buffer.byteLength).toBeLessThanOrEqual(chunk + piece);
+        parts.push(Buffer.from(b)); // valid until the next read only
+      }
+      expect(Buffer.concat(parts)).toEqual(expected);
+    }
+    expect(await reader.nextSegment()).toBeNull();
+    expect(seam.fsOpCounts().read).toBe(Math.ceil(total / chunk));
+    await reader.close();
+    seam.resetFsSeam();
+    // Whole bodies (30–107 bytes) are longer than the room: still whole, each straddling one
+    // read again from where it starts.
+    const whole = SpillReader.open(state, chunk, { reuseBuffers: true, maxPieceBytes: piece });
+    for (const [, expected] of appends) {
+      const segment = (await whole.nextSegment())!;
+      expect(await segment.read(1024)).toEqual(expected);
+    }
+    expect(seam.fsOpCounts().read).toBeGreaterThan(Math.ceil(total / chunk));
+    await whole.close();
+    await state.release();
+  });
+
   it('G4 no read lands after a forced close with a read-ahead in flight', async () => {
     const body = patternBytes(64);
     const { state, taskDir } = await spill([[C0, body]]);

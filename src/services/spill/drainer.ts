@@ -104,7 +104,10 @@ export class Drainer {
     // Reuse is safe only if nobody keeps a slice: drain() awaits a returned promise before it
     // reads again, so a borrowing consumer is done with the last fill by then. Snapshot readers
     // (the checkpoint remainder) never reuse: the remainder writer keeps slices across awaits.
-    this.reader = SpillReader.open(state, options.readChunkBytes, { reuseBuffers: allBorrow });
+    this.reader = SpillReader.open(state, options.readChunkBytes, {
+      reuseBuffers: allBorrow,
+      maxPieceBytes: this.bufferBytes,
+    });
   }
 
   /** True when every consumer borrows, so the main reader reuses its read buffer. */

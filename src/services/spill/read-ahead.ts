@@ -62,7 +62,7 @@ interface Ahead {
  *
  * @example
  * ```ts
- * const window = new SpillFileWindow(files, 1 << 20, true, fence);
+ * const window = new SpillFileWindow(files, 1 << 20, { reuseBuffers: true }, fence);
  * await window.ensureFile(0);
  * const header = await window.bytesAt(0, 16); // starts reading the next chunk behind it
  * await window.close();
@@ -82,14 +82,21 @@ export class SpillFileWindow {
   private aheads: Ahead[] = [];
   /** Room for a carried tail: a whole chunk when buffers are reused, else a header's worth. */
   private readonly room: number;
+  private readonly reuseBuffers: boolean;
 
   constructor(
     private readonly files: readonly string[],
     private readonly readChunkBytes: number,
-    private readonly reuseBuffers: boolean,
+    buffers: { readonly reuseBuffers?: boolean; readonly maxPieceBytes?: number },
     private readonly fence: WindowFence,
   ) {
-    this.room = reuseBuffers ? readChunkBytes : SEGMENT_HEADER_BYTES;
+    this.reuseBuffers = buffers.reuseBuffers === true;
+    // A carried tail is shorter than the piece asked for (else the window held it all): with
+    // reused buffers the room fits the largest piece the caller asks for (default a chunk: a
+    // drain in 2 MiB reads held 12 MiB of buffers, 6 with its 32 KiB pieces) and a header;
+    // without, a header (a longer piece that straddles is read again from where it starts).
+    const piece = Math.max(buffers.maxPieceBytes ?? readChunkBytes, SEGMENT_HEADER_BYTES);
+    this.room = this.reuseBuffers ? Math.min(readChunkBytes, piece) : SEGMENT_HEADER_BYTES;
   }
 
   /** Index of the open file (-1 before the first). */

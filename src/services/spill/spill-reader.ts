@@ -4,7 +4,7 @@
  * (docs §3.3), reading in large chunks with the next ones in flight (read-ahead.ts) and
  * verifying each segment's CRC-32.
  *
- * One file on purpose (~440 lines): the segment handles, the file position and the read-ahead
+ * One file on purpose (~450 lines): the segment handles, the file position and the read-ahead
  * window (read-ahead.ts, spill-position.ts hold the parts that stand alone) meet in the fencing
  * of G4, which must see every path that reads or closes a file.
  */
@@ -31,12 +31,11 @@ export { START_POSITION, type SpillPosition } from './spill-position.ts';
 
 /** How a reader treats its read buffer. */
 export interface SpillReaderOptions {
-  /**
-   * Reuse one read buffer for every fill instead of allocating a fresh one. Only for a reader
-   * whose caller is done with every buffer it was given before it reads again (a drainer whose
-   * consumers all borrow): a fill overwrites the bytes earlier slices show. Default false.
-   */
+  /** Reuse the read buffers instead of allocating fresh ones: only for a caller done with every
+   * buffer it was given before it reads again (a drainer whose consumers all borrow). */
   readonly reuseBuffers?: boolean;
+  /** With `reuseBuffers`: the most bytes asked for at once (read-ahead.ts, `room`). */
+  readonly maxPieceBytes?: number;
 }
 
 /**
@@ -129,7 +128,7 @@ export class SpillReader {
   ): SpillReader {
     if (state.isClosed) throw new AbortedError('cannot read: spill state was closed');
     state.acquire();
-    return new SpillReader(state, START_POSITION, readChunkBytes, options.reuseBuffers === true);
+    return new SpillReader(state, START_POSITION, readChunkBytes, options);
   }
 
   /** A reader with nothing to read; every call returns a new instance. */
@@ -155,7 +154,7 @@ export class SpillReader {
     private readonly state: FetchedChannelState | undefined,
     position: SpillPosition,
     private readonly readChunkBytes: number,
-    private readonly reuseBuffers = false,
+    private readonly options: SpillReaderOptions = {},
   ) {
     checkPosition(position);
     this.files = state?.files ?? [];
@@ -169,7 +168,7 @@ export class SpillReader {
       },
       fs: state?.fs,
     };
-    this.window = new SpillFileWindow(this.files, readChunkBytes, reuseBuffers, fence);
+    this.window = new SpillFileWindow(this.files, readChunkBytes, options, fence);
   }
 
   /** The committed (delivered) boundary. */
@@ -183,7 +182,7 @@ export class SpillReader {
 
   /** Whether fills reuse one read buffer (see {@link SpillReaderOptions.reuseBuffers}). */
   get reusesBuffers(): boolean {
-    return this.reuseBuffers;
+    return this.options.reuseBuffers === true;
   }
 
   /**
