@@ -6,7 +6,7 @@
  * of it; a sparser one is read one selected entry at a time, so its foreign bytes are not
  * read. Either way every selected byte reaches the visitor once, in order, with its CRC.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { crc32 } from '../../src/services/crc32.ts';
@@ -205,6 +205,59 @@ describe('Flink channel-state read-ahead', () => {
     const error = await read(where, mine, 64).catch((e: unknown) => e as Error);
     expect(error).toMatchObject({ name: 'CorruptCheckpointError' });
     expect((error as Error).message).toContain(`at byte ${at}:`);
+  });
+
+  it('G6 entries whose offset × handle count passes 2^53 (a 16 TiB sparse stream, 1,024 handles) are still read in offset order, ties by handle', async () => {
+    // The reader sorts `offset × handles + handle` as one number; past 2^53 that number is not
+    // exact, and the entries are sorted as pairs instead. A sparse file reaches that range.
+    const k = 1024;
+    const base = 2 ** 44 - 1024 * 1024; // just under ext4's largest file; zeros before it
+    const path = join(await makeTempRoot(), 'channel-state');
+    const file = await open(path, 'w');
+    const bodies: Buffer[] = [];
+    try {
+      const entries = Buffer.alloc(k * 8);
+      for (let i = 0; i < k; i++) {
+        entries.writeInt32BE(4, i * 8);
+        entries.writeUInt32BE(i, i * 8 + 4);
+        bodies.push(entries.subarray(i * 8 + 4, i * 8 + 8));
+      }
+      await file.write(entries, 0, entries.length, base);
+    } finally {
+      await file.close();
+    }
+    // Handle h names the entry at base + (k - 1 - h) × 8: in offset order the handles descend.
+    const handles = Array.from({ length: k }, (_, h): DelegateHandle => {
+      const handle: FlinkChannelHandle = {
+        side: 'input',
+        subtaskIndex: 0,
+        gate: 0,
+        channel: h,
+        offsets: [base + (k - 1 - h) * 8],
+        stateSize: 8,
+        delegate: {} as FlinkStreamHandle,
+        metadataOffset: 0,
+      };
+      return { handle, subtask: 0 };
+    });
+    const length = base + k * 8;
+    const where: DelegateLocation = {
+      location: path,
+      start: 0,
+      length,
+      shown: path,
+      redirects: 'refuse',
+      key: path,
+    };
+    expect(length * k).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
+    const seen: [number, Buffer][] = [];
+    let current = -1;
+    await readDelegateEntries(where, handles, {
+      onEntry: (_gate, channel) => void (current = channel),
+      onPayload: (bytes) => void seen.push([current, Buffer.from(bytes)]),
+    });
+    expect(seen.map(([c]) => c)).toEqual(handles.map((_, h) => k - 1 - h));
+    expect(seen.map(([, b]) => b)).toEqual(bodies);
   });
 
   it('a visitor that returns promises (entries and payloads) gets every byte once, in order, at any chunk size', async () => {

@@ -59,10 +59,59 @@ const DEFAULT_CHUNK_BYTES = 1024 * 1024;
 const LOCAL_DENSE_SHARE = 0.15;
 const REMOTE_DENSE_SHARE = 0.9;
 
-/** An entry to read: where its length field is (stream offset) and whose it is. */
+/** The entries to read, offsets ascending: where each one's length field is, and whose it is. */
 interface Planned {
-  readonly offset: number;
-  readonly item: number;
+  /** Stream offsets. */
+  readonly offsets: Float64Array;
+  /** Index into the handles of the entry at the same index. */
+  readonly items: Uint32Array;
+}
+
+/**
+ * Every entry offset `handles` name, ascending, ties by handle (Flink's extractOffsetsSorted),
+ * sorted as one number per entry, `offset × handles + handle`, in a plain array of doubles: an
+ * object per entry was a tenth of a Flink fetch's garbage (~4,000 entries in 64 MiB), and
+ * this sorts faster (~160 against ~205 µs for 4,100 entries). Offsets that number cannot hold
+ * exactly (not safe integers, refused by the check after; or past 2^53 ÷ handles) are sorted
+ * as pairs.
+ */
+function planEntries(handles: readonly DelegateHandle[]): Planned {
+  const k = handles.length;
+  let n = 0;
+  let max = 0;
+  let exact = true;
+  for (const { handle } of handles) {
+    n += handle.offsets.length;
+    for (const offset of handle.offsets) {
+      if (!Number.isSafeInteger(offset) || offset < 0) exact = false;
+      else if (offset > max) max = offset;
+    }
+  }
+  const offsets = new Float64Array(n);
+  const items = new Uint32Array(n);
+  if (exact && (max + 1) * k <= Number.MAX_SAFE_INTEGER) {
+    const keys: number[] = [];
+    for (let item = 0; item < k; item++) {
+      for (const offset of handles[item]!.handle.offsets) keys.push(offset * k + item);
+    }
+    keys.sort((a, b) => a - b);
+    for (let j = 0; j < n; j++) {
+      const item = keys[j]! % k;
+      items[j] = item;
+      offsets[j] = (keys[j]! - item) / k;
+    }
+    return { offsets, items };
+  }
+  const pairs: { offset: number; item: number }[] = [];
+  for (let item = 0; item < k; item++) {
+    for (const offset of handles[item]!.handle.offsets) pairs.push({ offset, item });
+  }
+  pairs.sort((a, b) => a.offset - b.offset || a.item - b.item);
+  pairs.forEach(({ offset, item }, j) => {
+    offsets[j] = offset;
+    items[j] = item;
+  });
+  return { offsets, items };
 }
 
 /**
@@ -109,8 +158,8 @@ export async function readDelegateEntries(
 class DelegateReader {
   private readonly chunkBytes: number;
   private readonly streamEnd: number;
-  /** Every offset, sorted (Flink's extractOffsetsSorted). */
-  private readonly planned: Planned[] = [];
+  /** Every entry, offsets ascending. */
+  private readonly planned: Planned;
   /** What each handle may still hold: its declared state size, lengths included. */
   private readonly left: number[];
   /**
@@ -131,10 +180,7 @@ class DelegateReader {
   ) {
     this.chunkBytes = Math.max(options.readChunkBytes ?? DEFAULT_CHUNK_BYTES, 16);
     this.streamEnd = where.start + where.length;
-    for (let item = 0; item < handles.length; item++) {
-      for (const offset of handles[item]!.handle.offsets) this.planned.push({ offset, item });
-    }
-    this.planned.sort((a, b) => a.offset - b.offset || a.item - b.item);
+    this.planned = planEntries(handles);
     this.left = handles.map((h) => h.handle.stateSize);
     const declared = this.left.reduce((a, b) => a + b, 0);
     this.local = !isRemoteLocation(where.location);
@@ -156,19 +202,21 @@ class DelegateReader {
   /** Every offset inside the stream, past its header: checked before the stream is opened. */
   checkOffsets(): void {
     const { start, length } = this.where;
-    for (const p of this.planned) {
-      const handleAt = this.handles[p.item]!.handle.metadataOffset;
-      if (!Number.isSafeInteger(p.offset) || p.offset < CHANNEL_STATE_INT_BYTES) {
+    const { offsets, items } = this.planned;
+    for (let k = 0; k < offsets.length; k++) {
+      const offset = offsets[k]!;
+      const handleAt = this.handles[items[k]!]!.handle.metadataOffset;
+      if (!Number.isSafeInteger(offset) || offset < CHANNEL_STATE_INT_BYTES) {
         throw this.corrupt(
-          start + Math.max(0, Math.min(p.offset, length)),
-          `entry offset ${p.offset} points into the stream's ${CHANNEL_STATE_INT_BYTES}-byte header ` +
+          start + Math.max(0, Math.min(offset, length)),
+          `entry offset ${offset} points into the stream's ${CHANNEL_STATE_INT_BYTES}-byte header ` +
             `(handle at byte ${handleAt} of _metadata)`,
         );
       }
-      if (p.offset + CHANNEL_STATE_INT_BYTES > length) {
+      if (offset + CHANNEL_STATE_INT_BYTES > length) {
         throw this.corrupt(
           this.streamEnd,
-          `entry offset ${p.offset} lies past the end of the ${length}-byte stream ` +
+          `entry offset ${offset} lies past the end of the ${length}-byte stream ` +
             `(handle at byte ${handleAt} of _metadata)`,
         );
       }
@@ -197,7 +245,7 @@ class DelegateReader {
     );
     try {
       await this.checkVersion(window);
-      for (let k = 0; k < this.planned.length; k++) {
+      for (let k = 0; k < this.planned.offsets.length; k++) {
         this.throwIfAborted();
         // Awaited only when a read or the visitor made it wait: as in the SPWC reader, no
         // promise per entry (a promise per entry and payload was half a fetch's garbage).
@@ -212,8 +260,7 @@ class DelegateReader {
 
   private async checkVersion(window: ReadWindow): Promise<void> {
     const { start } = this.where;
-    const header = await window.view(start, CHANNEL_STATE_INT_BYTES, this.streamEnd);
-    const version = header.readInt32BE(0);
+    const version = await window.int32(start, this.streamEnd);
     if (version !== CHANNEL_STATE_VERSION) {
       throw this.corrupt(
         start,
@@ -225,37 +272,38 @@ class DelegateReader {
   /** The `k`th planned entry: its length field, checked, then its payload. */
   private readEntry(window: ReadWindow, k: number): void | Promise<void> {
     const { start } = this.where;
-    const { streamEnd, planned, left } = this;
-    const { offset, item } = planned[k]!;
-    const at = start + offset;
-    const next = k + 1 < planned.length ? start + planned[k + 1]!.offset : streamEnd;
+    const { streamEnd, left } = this;
+    const { offsets, items } = this.planned;
+    const item = items[k]!;
+    const at = start + offsets[k]!;
+    const next = k + 1 < offsets.length ? start + offsets[k + 1]! : streamEnd;
     const readEnd = this.dense
       ? streamEnd
       : Math.min(next === at ? streamEnd : next, at + Math.max(left[item]!, 4), streamEnd);
-    const head = window.view(at, CHANNEL_STATE_INT_BYTES, Math.max(readEnd, at + 4));
-    if (head instanceof Promise) return head.then((h) => this.enterEntry(window, k, at, h));
-    return this.enterEntry(window, k, at, head);
+    const length = window.int32(at, Math.max(readEnd, at + CHANNEL_STATE_INT_BYTES));
+    if (typeof length !== 'number') return length.then((n) => this.enterEntry(window, k, at, n));
+    return this.enterEntry(window, k, at, length);
   }
 
-  /** The `k`th entry, at `at`, whose length field is `head`: checked, then its payload. */
+  /** The `k`th entry, at `at`, whose length field holds `entryLength`: checked, then its payload. */
   private enterEntry(
     window: ReadWindow,
     k: number,
     at: number,
-    head: Buffer,
+    entryLength: number,
   ): void | Promise<void> {
     const { start } = this.where;
-    const { streamEnd, planned, left } = this;
-    const { item } = planned[k]!;
+    const { streamEnd, left } = this;
+    const { offsets, items } = this.planned;
+    const item = items[k]!;
     const { handle, subtask } = this.handles[item]!;
-    const next = k + 1 < planned.length ? start + planned[k + 1]!.offset : streamEnd;
-    const entryLength = head.readInt32BE(0);
+    const next = k + 1 < offsets.length ? start + offsets[k + 1]! : streamEnd;
     this.checkEntry(
       at,
       entryLength,
       handle,
       left[item]!,
-      k + 1 < planned.length ? next : undefined,
+      k + 1 < offsets.length ? next : undefined,
     );
     const end = at + CHANNEL_STATE_INT_BYTES + entryLength;
     left[item]! -= CHANNEL_STATE_INT_BYTES + entryLength;

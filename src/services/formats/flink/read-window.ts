@@ -27,7 +27,7 @@ interface Ahead {
  * @example
  * ```ts
  * const window = new ReadWindow(file, 1024 * 1024, corrupt, true, true);
- * const header = await window.view(0, 4, streamEnd);
+ * const version = await window.int32(0, streamEnd);
  * await window.release();
  * ```
  */
@@ -66,11 +66,16 @@ export class ReadWindow {
     this.spare = undefined;
   }
 
-  /** `n` bytes at `pos` (n ≤ capacity), reading up to `limit` if they are not here yet. */
-  view(pos: number, n: number, limit: number): Buffer | Promise<Buffer> {
+  /**
+   * The big-endian int32 at `pos` (a stream's header, an entry's length), reading up to
+   * `limit` if its bytes are not here yet. A number, not a 4-byte slice: a slice per entry was
+   * a fifth of a Flink fetch's garbage (a fetch of 64 MiB has ~4,000 entries).
+   */
+  int32(pos: number, limit: number): number | Promise<number> {
     // Synchronous when the bytes are here: no promise per entry (most entries, read ahead).
-    if (pos >= this.at && pos + n <= this.at + this.fill) return this.slice(pos, pos + n);
-    return this.load(pos, n, limit).then(() => this.slice(pos, pos + n));
+    if (pos >= this.at && pos + 4 <= this.at + this.fill)
+      return this.buf.readInt32BE(pos - this.at);
+    return this.load(pos, 4, limit).then(() => this.buf.readInt32BE(pos - this.at));
   }
 
   private slice(from: number, to: number): Buffer {
