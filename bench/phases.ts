@@ -11,7 +11,7 @@ import type { SpillLimits } from '../src/services/spill/limits.ts';
 import type { SpillRoot } from '../src/services/spill-root/spill-root.ts';
 import { measureCancel, type CancelFigures } from './cancel.ts';
 import { measureEndToEnd } from './e2e.ts';
-import { measureFlinkVsSpwc } from './flink.ts';
+import { measureFlinkVsSpwcApart } from './flink.ts';
 import { measureJvmPeer } from './jvm-peer.ts';
 import { measureGrowth, type GrowthFigures } from './growth.ts';
 import { measureRatios } from './ratios.ts';
@@ -176,7 +176,7 @@ export class BenchPhases {
     this.progress(0.47, 'filtering vs spilling (rescale)');
     const filtering = await measureFiltering({ dir, mb: options.mb / 4, runs, seed, signal });
     this.progress(0.475, 'a Flink checkpoint vs the same bytes as SPWC');
-    const flink = await measureFlinkVsSpwc({ dir, mb: options.mb / 4, runs, seed, signal });
+    const flink = await measureFlinkVsSpwcApart({ dir, mb: options.mb / 4, runs, seed, signal });
     this.progress(0.477, 'Flink records: decoding, flink records vs recover');
     const records = await measureRecords({ dir, mb: Math.min(64, options.mb), runs, signal });
     this.progress(0.48, 'reading it from a local S3 server');
