@@ -1028,3 +1028,48 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
     await finish(drainer, state, taskDir);
   });
 });
+
+describe('Drainer read size by what its consumers do', () => {
+  it('G8 a drain whose consumers keep what they are given reads 1 MiB at a time (a kept slice keeps its whole read), one whose consumers all borrow 2 MiB', async () => {
+    const MIB = 1024 * 1024;
+    const { state, taskDir, original } = await spill([
+      [C0, 3 * MIB],
+      [C1, 3 * MIB],
+    ]);
+    // Keeping consumers: every buffer handed on is a slice of a read of at most 1 MiB (and the
+    // header's room), whatever the drain keeps in flight.
+    const rec = recorder(state.channels);
+    const keeping = new Drainer(state, rec.consumers);
+    await keeping.drain();
+    expect(keeping.reusesBuffers).toBe(false);
+    expect(rec.bytesOf(C0)).toEqual(original.get(channelKey(C0)));
+    expect(rec.bytesOf(C1)).toEqual(original.get(channelKey(C1)));
+    const kept = [...rec.buffers.values()].flat();
+    expect(Math.max(...kept.map((b) => b.buffer.byteLength))).toBeLessThanOrEqual(
+      MIB + SEGMENT_HEADER_BYTES,
+    );
+    await keeping.close();
+    // Borrowing consumers: the reused buffers are 2 MiB reads (and a delivered piece's room).
+    const sizes = new Set<number>();
+    const got = new Map<string, Buffer[]>();
+    const borrowing = new Map<number, ChannelConsumer>();
+    for (const info of state.channels) {
+      borrowing.set(channelId(info), {
+        borrows: true,
+        onBuffer(b) {
+          sizes.add(b.buffer.byteLength);
+          got.set(channelKey(info), [...(got.get(channelKey(info)) ?? []), Buffer.from(b)]);
+        },
+        onFinished() {},
+      });
+    }
+    const reusing = new Drainer(state, borrowing);
+    expect(reusing.reusesBuffers).toBe(true);
+    await state.release(); // the hand-off
+    await reusing.drain();
+    expect(Buffer.concat(got.get(channelKey(C0))!)).toEqual(original.get(channelKey(C0)));
+    expect(Math.max(...sizes)).toBeGreaterThan(MIB + 32 * 1024);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(2 * MIB + 32 * 1024);
+    await finish(reusing, state, taskDir);
+  });
+});

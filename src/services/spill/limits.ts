@@ -19,7 +19,7 @@ export interface SpillLimits {
   maxSegmentBytes?: number;
   /** Bytes per buffer delivered to a channel; default 32 KiB. */
   bufferBytes?: number;
-  /** Bytes per read of checkpoint and spill files; default 1 MiB and 2 MiB. */
+  /** Bytes per read of checkpoint and spill files; default 1 MiB (a drain that reuses: 2 MiB). */
   readChunkBytes?: number;
 }
 
@@ -41,9 +41,16 @@ export const DEFAULT_READ_CHUNK_BYTES = 1024 * 1024;
  * pool while it checks CRCs on the main thread, and each read costs a hand-off both ways: a
  * drain of 256 MiB ran at 0.83–0.86 of a synchronous read + CRC loop in 1 MiB reads and at
  * 0.98–1.00 in 2 MiB reads (tmpfs and disk; 3 MiB no better, 4 MiB worse). A fetch's reads are
- * not helped by it (1.00 and 1.02 of its floor), so they stay at 1 MiB.
+ * not helped by it (1.00 and 1.02 of its floor), so they stay at 1 MiB. Only for a drain that
+ * reuses its buffers (its consumers all borrow): a consumer that keeps what it is given keeps
+ * the whole read each slice is of, and that stays 1 MiB.
  */
 export const DEFAULT_SPILL_READ_CHUNK_BYTES = 2 * 1024 * 1024;
+
+/** Bytes per read of spill files by default: 2 MiB for a reader that reuses its buffers. */
+export function spillReadChunkBytes(reuseBuffers: boolean): number {
+  return reuseBuffers ? DEFAULT_SPILL_READ_CHUNK_BYTES : DEFAULT_READ_CHUNK_BYTES;
+}
 
 /**
  * The limits of a rescaled recovery: unless the caller chose `bufferBytes`, a buffer holds a

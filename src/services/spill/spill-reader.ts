@@ -17,7 +17,7 @@ import {
   addSuppressed,
 } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
-import { DEFAULT_SPILL_READ_CHUNK_BYTES } from './limits.ts';
+import { DEFAULT_READ_CHUNK_BYTES, spillReadChunkBytes } from './limits.ts';
 import { SpillFileWindow, type WindowFence } from './read-ahead.ts';
 import { SEGMENT_HEADER_BYTES, readSegmentHeader } from './segment-format.ts';
 import {
@@ -123,17 +123,18 @@ export class SpillReader {
   /** Opens a reader from the start of the state's files, taking one grant. */
   static open(
     state: FetchedChannelState,
-    readChunkBytes = DEFAULT_SPILL_READ_CHUNK_BYTES,
+    readChunkBytes?: number,
     options: SpillReaderOptions = {},
   ): SpillReader {
     if (state.isClosed) throw new AbortedError('cannot read: spill state was closed');
     state.acquire();
-    return new SpillReader(state, START_POSITION, readChunkBytes, options);
+    const chunk = readChunkBytes ?? spillReadChunkBytes(options.reuseBuffers === true);
+    return new SpillReader(state, START_POSITION, chunk, options);
   }
 
   /** A reader with nothing to read; every call returns a new instance. */
   static empty(): SpillReader {
-    return new SpillReader(undefined, START_POSITION, DEFAULT_SPILL_READ_CHUNK_BYTES);
+    return new SpillReader(undefined, START_POSITION, DEFAULT_READ_CHUNK_BYTES);
   }
 
   private readonly files: readonly string[];
