@@ -154,6 +154,16 @@ export async function writeSpwcAsFlink(spwc: string, dir: string): Promise<SpwcA
 /** Untimed pairs before the timed ones (see {@link measureFlinkVsSpwc}). */
 const WARM_PAIRS = 8;
 
+/** What the Flink pair is given: where, how much, how many pairs, and how to stop it. */
+export interface FlinkPairOptions {
+  dir: string;
+  /** MiB of payload. */
+  mb: number;
+  runs: number;
+  seed: number;
+  signal: AbortSignal;
+}
+
 /** What {@link measureFlinkVsSpwc} found. */
 export interface FlinkFigures {
   /** SPWC fetch time ÷ Flink fetch time (≥ 0.95 is the goal). */
@@ -187,13 +197,7 @@ async function timedFetch(checkpoint: string, taskDir: string, flink?: FlinkSele
  * const f = await measureFlinkVsSpwc({ dir, mb: 64, runs: 7, seed: 1, signal });
  * ```
  */
-export async function measureFlinkVsSpwc(o: {
-  dir: string;
-  mb: number;
-  runs: number;
-  seed: number;
-  signal: AbortSignal;
-}): Promise<FlinkFigures> {
+export async function measureFlinkVsSpwc(o: FlinkPairOptions): Promise<FlinkFigures> {
   const spwc = join(o.dir, 'flink-vs.spwc');
   const flinkDir = join(o.dir, 'flink-vs');
   await makeCheckpoint({
@@ -261,13 +265,7 @@ export async function measureFlinkVsSpwc(o: {
  * const f = await measureFlinkVsSpwcApart({ dir, mb: 64, runs: 7, seed: 1, signal });
  * ```
  */
-export function measureFlinkVsSpwcApart(o: {
-  dir: string;
-  mb: number;
-  runs: number;
-  seed: number;
-  signal: AbortSignal;
-}): Promise<FlinkFigures> {
+export function measureFlinkVsSpwcApart(o: FlinkPairOptions): Promise<FlinkFigures> {
   const { path, loaderArgs } = benchModule('flink-child');
   const args = [...loaderArgs, '--optimize-for-size', path, o.dir, String(o.mb), String(o.runs)];
   return new Promise((resolve, reject) => {
