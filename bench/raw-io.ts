@@ -59,8 +59,8 @@ export async function rawCopy(from: string, to: string, checksum = false): Promi
 }
 
 /**
- * Reads every file of `files` start to end in {@link CHUNK_BYTES} `pread`s into one reused buffer and
- * discards the bytes. Returns the bytes read.
+ * Reads every file of `files` start to end in {@link CHUNK_BYTES} `pread`s into one reused
+ * buffer and discards the bytes. Returns the bytes read.
  *
  * @example
  * ```ts

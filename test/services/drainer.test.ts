@@ -1030,7 +1030,7 @@ describe('Drainer with borrowing consumers (reused read buffer)', () => {
 });
 
 describe('Drainer read size by what its consumers do', () => {
-  it('G8 a drain whose consumers keep what they are given reads 1 MiB at a time (a kept slice keeps its whole read), one whose consumers all borrow 2 MiB', async () => {
+  it('G8 a drain whose consumers keep what they are given reads 1 MiB at a time (a kept slice keeps its whole read), one whose consumers all borrow 2 MiB, and its checkpoint remainder 1 MiB', async () => {
     const MIB = 1024 * 1024;
     const { state, taskDir, original } = await spill([
       [C0, 3 * MIB],
@@ -1065,6 +1065,12 @@ describe('Drainer read size by what its consumers do', () => {
     }
     const reusing = new Drainer(state, borrowing);
     expect(reusing.reusesBuffers).toBe(true);
+    // A checkpoint's remainder is read by a reader whose slices are kept: 1 MiB reads again.
+    const remainder = reusing.snapshotAndInsertBarriers(1);
+    const first = (await remainder.nextSegment())!;
+    const slice = (await first.read(MIB))!;
+    expect(slice.buffer.byteLength).toBeLessThanOrEqual(MIB + SEGMENT_HEADER_BYTES);
+    await remainder.close();
     await state.release(); // the hand-off
     await reusing.drain();
     expect(Buffer.concat(got.get(channelKey(C0))!)).toEqual(original.get(channelKey(C0)));

@@ -18,6 +18,15 @@ const noop = (): void => undefined;
  */
 export const READS_AHEAD = 2;
 
+/** How a window uses its read buffers (a spill reader's options, spill-reader.ts). */
+export interface WindowBuffers {
+  /** Reuse the read buffers instead of allocating fresh ones: only for a caller done with every
+   * buffer it was given before it reads again (a drainer whose consumers all borrow). */
+  readonly reuseBuffers?: boolean;
+  /** With `reuseBuffers`: the most bytes asked for at once (the room a buffer keeps). */
+  readonly maxPieceBytes?: number;
+}
+
 /** How a window runs its file operations: fenced by the spill state, mapped after a close. */
 export interface WindowFence {
   /** Runs one file operation fenced by the state (rejects with `AbortedError` once closed). */
@@ -80,14 +89,14 @@ export class SpillFileWindow {
   private readonly free: Buffer[] = [];
   /** Reads in flight, in file order, each starting where the one before ends. */
   private aheads: Ahead[] = [];
-  /** Room for a carried tail: a whole chunk when buffers are reused, else a header's worth. */
+  /** Room for a carried tail: the largest piece when buffers are reused, else a header's worth. */
   private readonly room: number;
   private readonly reuseBuffers: boolean;
 
   constructor(
     private readonly files: readonly string[],
     private readonly readChunkBytes: number,
-    buffers: { readonly reuseBuffers?: boolean; readonly maxPieceBytes?: number },
+    buffers: WindowBuffers,
     private readonly fence: WindowFence,
   ) {
     this.reuseBuffers = buffers.reuseBuffers === true;

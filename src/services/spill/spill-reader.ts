@@ -17,8 +17,8 @@ import {
   addSuppressed,
 } from '../errors.ts';
 import type { FetchedChannelState } from './fetched-state.ts';
-import { DEFAULT_READ_CHUNK_BYTES, spillReadChunkBytes } from './limits.ts';
-import { SpillFileWindow, type WindowFence } from './read-ahead.ts';
+import { spillReadChunkBytes } from './limits.ts';
+import { SpillFileWindow, type WindowBuffers, type WindowFence } from './read-ahead.ts';
 import { SEGMENT_HEADER_BYTES, readSegmentHeader } from './segment-format.ts';
 import {
   START_POSITION,
@@ -29,14 +29,8 @@ import {
 
 export { START_POSITION, type SpillPosition } from './spill-position.ts';
 
-/** How a reader treats its read buffer. */
-export interface SpillReaderOptions {
-  /** Reuse the read buffers instead of allocating fresh ones: only for a caller done with every
-   * buffer it was given before it reads again (a drainer whose consumers all borrow). */
-  readonly reuseBuffers?: boolean;
-  /** With `reuseBuffers`: the most bytes asked for at once (read-ahead.ts, `room`). */
-  readonly maxPieceBytes?: number;
-}
+/** How a reader treats its read buffers (read-ahead.ts). */
+export type SpillReaderOptions = WindowBuffers;
 
 /**
  * An immutable resume point holding exactly one grant on the state. One-shot: `reader()` may
@@ -49,7 +43,7 @@ export class SpillSnapshot {
   constructor(
     private readonly state: FetchedChannelState | undefined,
     readonly position: SpillPosition,
-    private readonly readChunkBytes: number,
+    private readonly readChunkBytes: number | undefined,
   ) {}
 
   /** Opens the one reader of this snapshot; it inherits the snapshot's grant. */
@@ -128,13 +122,12 @@ export class SpillReader {
   ): SpillReader {
     if (state.isClosed) throw new AbortedError('cannot read: spill state was closed');
     state.acquire();
-    const chunk = readChunkBytes ?? spillReadChunkBytes(options.reuseBuffers === true);
-    return new SpillReader(state, START_POSITION, chunk, options);
+    return new SpillReader(state, START_POSITION, readChunkBytes, options);
   }
 
   /** A reader with nothing to read; every call returns a new instance. */
   static empty(): SpillReader {
-    return new SpillReader(undefined, START_POSITION, DEFAULT_READ_CHUNK_BYTES);
+    return new SpillReader(undefined, START_POSITION, undefined);
   }
 
   private readonly files: readonly string[];
@@ -154,7 +147,8 @@ export class SpillReader {
   constructor(
     private readonly state: FetchedChannelState | undefined,
     position: SpillPosition,
-    private readonly readChunkBytes: number,
+    /** The caller's read size; unset, each reader's default (a snapshot's reader keeps slices). */
+    private readonly readChunkBytes: number | undefined,
     private readonly options: SpillReaderOptions = {},
   ) {
     checkPosition(position);
@@ -169,7 +163,8 @@ export class SpillReader {
       },
       fs: state?.fs,
     };
-    this.window = new SpillFileWindow(this.files, readChunkBytes, options, fence);
+    const chunk = readChunkBytes ?? spillReadChunkBytes(options.reuseBuffers === true);
+    this.window = new SpillFileWindow(this.files, chunk, options, fence);
   }
 
   /** The committed (delivered) boundary. */
