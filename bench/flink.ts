@@ -10,7 +10,6 @@
  * (Flink's `MetadataV3Serializer` layout: one operator, one subtask, one relative-file handle
  * per channel) — only what this measurement needs, not a general writer of Flink's format.
  */
-import { spawn } from 'node:child_process';
 import { open, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeCheckpoint } from '../src/services/formats/spwc/generator.ts';
@@ -19,7 +18,7 @@ import { channelKey } from '../src/services/channel.ts';
 import { fetchToSpill } from '../src/services/spill/fetch-stage.ts';
 import type { FlinkSelection } from '../src/services/formats/flink/entry-source.ts';
 import { round, spread, type Spread } from './stats.ts';
-import { benchModule } from './rss.ts';
+import { runBenchChild } from './rss.ts';
 
 /** The operator id the written checkpoint uses (32 hex digits). */
 export const BENCH_OPERATOR = '0000000000000000000000000000f11c';
@@ -266,31 +265,8 @@ export async function measureFlinkVsSpwc(o: FlinkPairOptions): Promise<FlinkFigu
  * ```
  */
 export function measureFlinkVsSpwcApart(o: FlinkPairOptions): Promise<FlinkFigures> {
-  const { path, loaderArgs } = benchModule('flink-child');
-  const args = [...loaderArgs, '--optimize-for-size', path, o.dir, String(o.mb), String(o.runs)];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...args, String(o.seed)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const onAbort = () => child.kill('SIGINT');
-    o.signal.addEventListener('abort', onAbort, { once: true });
-    child.once('error', reject);
-    child.once('exit', (code, sig) => {
-      o.signal.removeEventListener('abort', onAbort);
-      if (o.signal.aborted) return reject(o.signal.reason);
-      if (code !== 0) {
-        const last = err.trim().split('\n').pop();
-        return reject(new Error(`flink child exited with ${code ?? sig}: ${last}`));
-      }
-      try {
-        resolve(JSON.parse(out) as FlinkFigures);
-      } catch {
-        reject(new Error(`flink child printed no result: ${out.slice(0, 200)}`));
-      }
-    });
+  const args = [o.dir, String(o.mb), String(o.runs), String(o.seed)];
+  return runBenchChild<FlinkFigures>('flink-child', args, o.signal, {
+    nodeArgs: ['--optimize-for-size'],
   });
 }

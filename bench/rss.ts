@@ -30,8 +30,6 @@ export function benchModule(name: string): { path: string; loaderArgs: string[] 
   };
 }
 
-const { path: CHILD, loaderArgs: LOADER_ARGS } = benchModule('rss-child');
-
 export interface RssFigures {
   peakMiB: number;
   /** The same child loading the same modules without recovering anything. */
@@ -58,38 +56,68 @@ interface ChildResult {
   polledKiB: number;
 }
 
-function runChild(args: string[], signal: AbortSignal): Promise<ChildResult> {
+/**
+ * Runs bench module `name` (see {@link benchModule}) in a child process with `args` and
+ * resolves with the one JSON value it prints. An abort sends it SIGINT (it stops and removes
+ * its files) and rejects with the abort's reason; an exit other than 0 rejects with its last
+ * line of stderr. `watch` runs while it lives (given its pid; returns what stops it).
+ *
+ * @example
+ * ```ts
+ * const figures = await runBenchChild<FlinkFigures>('flink-child', [dir, '64', '7', '1'], signal);
+ * ```
+ */
+export function runBenchChild<T>(
+  name: string,
+  args: readonly string[],
+  signal: AbortSignal,
+  options: { nodeArgs?: readonly string[]; watch?: (pid: number) => () => void } = {},
+): Promise<T> {
+  const { path, loaderArgs } = benchModule(name);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...LOADER_ARGS, CHILD, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [...loaderArgs, ...(options.nodeArgs ?? []), path, ...args],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
-    let polled = 0;
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const poll = setInterval(() => {
-      polled = Math.max(polled, hwmKiBOf(child.pid!));
-    }, 25);
-    // SIGINT lets the child cancel its recovery and clean its spill files up.
+    const unwatch = options.watch?.(child.pid!);
+    // SIGINT lets the child stop what it runs and clean its files up.
     const onAbort = () => child.kill('SIGINT');
     signal.addEventListener('abort', onAbort, { once: true });
     child.once('error', reject);
     child.once('exit', (code, sig) => {
-      clearInterval(poll);
+      unwatch?.();
       signal.removeEventListener('abort', onAbort);
+      if (signal.aborted) return reject(signal.reason);
       if (code !== 0) {
-        reject(new Error(`rss child exited with ${code ?? sig}: ${err.trim().split('\n').pop()}`));
-        return;
+        return reject(
+          new Error(`${name} exited with ${code ?? sig}: ${err.trim().split('\n').pop()}`),
+        );
       }
       try {
-        const parsed = JSON.parse(out) as Omit<ChildResult, 'polledKiB'>;
-        resolve({ ...parsed, polledKiB: polled });
+        resolve(JSON.parse(out) as T);
       } catch {
-        reject(new Error(`rss child printed no result: ${out.slice(0, 200)}`));
+        reject(new Error(`${name} printed no result: ${out.slice(0, 200)}`));
       }
     });
   });
+}
+
+async function runChild(args: string[], signal: AbortSignal): Promise<ChildResult> {
+  let polled = 0;
+  const result = await runBenchChild<Omit<ChildResult, 'polledKiB'>>('rss-child', args, signal, {
+    watch: (pid) => {
+      const poll = setInterval(() => (polled = Math.max(polled, hwmKiBOf(pid))), 25);
+      return () => clearInterval(poll);
+    },
+  });
+  return { ...result, polledKiB: polled };
 }
 
 /**
