@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile, mkdir, truncate, copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   CorruptCheckpointError,
   OutputExistsError,
@@ -20,6 +20,7 @@ import { listSpill } from '../helpers/spill-root.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 import { listTree } from '../e2e/harness.ts';
 import { FLINK_FIXTURES_DIR, readFlinkFixture } from '../helpers/flink-expected.ts';
+import { seam } from '../helpers/fault-seam.ts';
 
 const FIXTURE = join(FLINK_FIXTURES_DIR, '2.3.0-file');
 
@@ -32,6 +33,8 @@ async function setUp() {
 }
 
 describe('recoverToDirectory', () => {
+  afterEach(() => seam.resetFsSeam());
+
   it('writes every channel of the checkpoint, byte for byte, and reports the counts', async () => {
     const { checkpoint, spillRoot, out } = await setUp();
     const report = await recoverToDirectory({ checkpoint, spillRoot, out });
@@ -130,6 +133,36 @@ describe('recoverToDirectory', () => {
         expect(inTree.length, u.dir).toBe((u.input?.channels ?? 0) + (u.output?.channels ?? 0));
       }
       expect(listSpill(spillRoot)).toEqual({ taskDirs: [], spillFiles: [] });
+    },
+  );
+
+  it.skipIf(!existsSync(FIXTURE))(
+    "all: the total's durationMs is the run's wall time, not its sides' times added up (they run two at a time)",
+    async () => {
+      const f = readFlinkFixture(FIXTURE);
+      const dir = await makeTempRoot();
+      const spillRoot = join(dir, 'spill');
+      await mkdir(spillRoot);
+      // Every read of a channel-state file waits 20 ms: each side then takes long enough that
+      // two sides running at once overlap by far more than the run's own steps around them.
+      seam.setFsHook(async (op, path) => {
+        if (op === 'read' && path.startsWith(f.jobDir) && !path.endsWith('_metadata')) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      });
+      const t0 = performance.now();
+      const report = await recoverToDirectory({
+        checkpoint: f.checkpoint,
+        out: join(dir, 'out'),
+        spillRoot,
+        all: true,
+      });
+      const wall = performance.now() - t0;
+      const sides = report.units.flatMap((u) => [u.input, u.output].filter((s) => s !== undefined));
+      expect(sides.length).toBeGreaterThan(2);
+      expect(report.total.durationMs).toBeLessThanOrEqual(Math.ceil(wall));
+      for (const side of sides)
+        expect(report.total.durationMs).toBeGreaterThanOrEqual(side.durationMs);
     },
   );
 });

@@ -47,6 +47,7 @@ export interface SideReport {
   spillFiles: number;
   spilledBytes: number;
   entries: number;
+  /** One side: its recovery's time. The total: the whole run's, from start to publish. */
   durationMs: number;
   records?: RecordReport | undefined;
 }
@@ -123,7 +124,10 @@ export interface DirectoryUnit {
 
 /** What {@link recoverIntoDirectory} did. */
 export interface DirectoryResult {
-  /** Every recovery's counts added up. */
+  /**
+   * Every recovery's counts added up; its `durationMs` is the run's wall time (sides run two
+   * at a time, so their own times overlap and their sum is not how long the run took).
+   */
   total: SideReport;
   units: DirectoryUnit[];
   retries: number;
@@ -165,6 +169,7 @@ export async function recoverIntoDirectory(
   options: DirectoryOptions,
   start: (request: SideRequest) => SideRecovery,
 ): Promise<DirectoryResult> {
+  const started = performance.now();
   const nested = options.all === true || options.rescaleAll !== undefined;
   if (nested && options.overwrite === true) {
     throw new OutputDirError(
@@ -253,7 +258,10 @@ export async function recoverIntoDirectory(
     // run; after it, the run is complete and a late signal changes nothing.
     await out.publish(names, options.signal !== undefined ? { signal: options.signal } : {});
     return {
-      total: fannedTotal ?? sumReports(results.flatMap((u) => [u.input, u.output])),
+      total: {
+        ...(fannedTotal ?? sumReports(results.flatMap((u) => [u.input, u.output]))),
+        durationMs: Math.round(performance.now() - started),
+      },
       units: results,
       retries,
       files: names.length,
@@ -425,7 +433,7 @@ function sumReports(reports: readonly (SideReport | undefined)[]): SideReport {
     spillFiles: 0,
     spilledBytes: 0,
     entries: 0,
-    durationMs: 0,
+    durationMs: 0, // the caller's: the run's wall time, not the sides' added up
   };
   for (const r of reports) {
     if (r === undefined) continue;
@@ -434,7 +442,6 @@ function sumReports(reports: readonly (SideReport | undefined)[]): SideReport {
     total.spillFiles += r.spillFiles;
     total.spilledBytes += r.spilledBytes;
     total.entries += r.entries;
-    total.durationMs += r.durationMs;
     if (r.records !== undefined) {
       total.records = addRecordReports([
         total.records ?? { read: 0, kept: 0, dropped: 0 },
