@@ -9,6 +9,7 @@ import type { DirectoryReport, RecoverToDirectoryOptions } from './recover-to-di
 import { recoverIntoDirectory, type SideRequest } from './services/outputs/recover-to-directory.ts';
 import type { RescaleOption } from './services/rescale/rescale-options.ts';
 import { withFanOut } from './services/spill/fan-out-spill.ts';
+import type { RecoveryProgress } from './services/progress.ts';
 
 /** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
 export interface DirectoryHooks {
@@ -17,6 +18,8 @@ export interface DirectoryHooks {
   watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
   onStart?: (request: SideRequest) => void;
   onOnlyOutputState?: (subpartitions: number) => void;
+  /** Each recovery's own `onProgress` (`recover --all`: one bar per side), if any. */
+  progressOf?: (request: SideRequest) => ((progress: RecoveryProgress) => void) | undefined;
 }
 
 /**
@@ -64,6 +67,7 @@ export async function runRecoveryToDirectory(
         startRecovery({
           ...hooks.startOptions,
           ...recovery,
+          ...onProgressOf(hooks, request),
           channels: request.channels,
           ...flinkOf(request),
           ...(rescale !== undefined
@@ -80,6 +84,15 @@ export async function runRecoveryToDirectory(
         request,
       ),
   );
+}
+
+/** The request's own `onProgress` from the hook, else the options' (none to spread). */
+function onProgressOf(
+  hooks: DirectoryHooks,
+  request: SideRequest,
+): Pick<StartOptions, 'onProgress'> {
+  const onProgress = hooks.progressOf?.(request);
+  return onProgress !== undefined ? { onProgress } : {};
 }
 
 /** A request's Flink selection, and its plan apart (an internal option, not the selection's). */

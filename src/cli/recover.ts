@@ -15,6 +15,7 @@ import { trapSignals, type SignalScope } from './signals.ts';
 import { reportError } from './errors.ts';
 import { oneLine } from './terminal-text.ts';
 import { RecoverProgress } from './progress-text.ts';
+import { SidesProgress } from './sides-progress.ts';
 import type { FlinkKey } from '../services/formats/flink/entry-source.ts';
 import { unitFields, whoText } from './recover-report.ts';
 import {
@@ -112,9 +113,14 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
   }
   const signals = trapSignals((line) => io.err.write(line));
   // A bar on a terminal (with --json too: it erases itself), plain lines on a non-terminal
-  // stderr unless --json asked for machine output only.
-  const progress =
-    io.err.isTTY === true || !args.json ? new RecoverProgress(io, 'recover') : undefined;
+  // stderr unless --json asked for machine output only. `--all` runs many recoveries, two at
+  // a time: each side then has its own bar and label.
+  const shown = io.err.isTTY === true || !args.json;
+  const progress = !shown
+    ? undefined
+    : args.all
+      ? new SidesProgress(io, 'recover')
+      : new RecoverProgress(io, 'recover');
   try {
     if (args.flink === undefined && args.rescale !== undefined) {
       await refuseV1ForRescale(args.checkpoint, args.shown);
@@ -125,8 +131,12 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
         startOptions: inspector.options,
         watch: (recovery, request) => inspector.watch(recovery, aboutOf(args, request)),
         onStart: ({ side, dir }) => {
-          if (side === 'output' && dir === '') progress?.next('output');
+          if (side === 'output' && dir === '' && progress instanceof RecoverProgress) {
+            progress.next('output');
+          }
         },
+        progressOf: ({ side, dir }) =>
+          progress instanceof SidesProgress ? progress.side(`${dir} ${side}`) : undefined,
         onOnlyOutputState: (subpartitions) => {
           throw new UsageError(
             `operator ${args.flink?.operator ?? ''} subtask ${args.flink?.subtask ?? 0} has no ` +
@@ -202,7 +212,7 @@ function libraryOptions(
   args: RecoverArgs,
   signal: AbortSignal,
   io: Io,
-  progress: RecoverProgress | undefined,
+  progress: RecoverProgress | SidesProgress | undefined,
 ): RecoverToDirectoryOptions {
   return {
     checkpoint: args.checkpoint,
@@ -218,9 +228,12 @@ function libraryOptions(
     // Reads stay at 1 MiB: 4 MiB reads raised the peak RSS of 256 MiB entries from 120 to
     // 165 MiB (over G8's 160 MiB goal) and were no faster here.
     limits: { maxSpillFileBytes: args.maxSpillFileBytes, bufferBytes: MIB },
-    ...(progress !== undefined
+    // Many sides: each recovery's own onProgress comes from the directory's progressOf hook.
+    ...(progress instanceof RecoverProgress
       ? { onProgress: progress.show.bind(progress), progressIntervalMs: 200 }
-      : {}),
+      : progress !== undefined
+        ? { progressIntervalMs: 200 }
+        : {}),
     ...(args.rescale !== undefined ? { rescale: args.rescale } : {}),
     ...(args.flink !== undefined ? { flink: args.flink } : {}),
     ...(args.all ? { all: true } : {}),

@@ -86,6 +86,43 @@ describe.skipIf(fixtures.length === 0)('recover --all on real Flink checkpoints'
     }, 60_000);
   }
 
+  it('progress off a terminal: one line per side as it finishes, named by its dir and side; no line mixes two sides', async () => {
+    const f = fixtures[0]!;
+    const base = await makeTempRoot();
+    const out = join(base, 'out');
+    const root = join(base, 'spill');
+    await mkdir(root);
+    // Without --json: the progress lines and the summary on stderr, as a user's log gets them.
+    const run = await runRecover(f.checkpoint, out, root, ['--all', ...relocateArgs(f)]);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stderr.split('\n').filter((l) => l.startsWith('spillway recover: '));
+    const line = /^spillway recover: (\S+\/subtask-\d+) (input|output) (\w+) (\d+)% /;
+    for (const l of lines) expect(l).toMatch(line);
+    // Every side that wrote files says it finished, once, and says nothing after that.
+    const sides = new Set<string>();
+    for (const p of (await listTree(out)).filter((p) => p.endsWith('.bin'))) {
+      const name = p.split('/').pop()!;
+      sides.add(
+        `${p.slice(0, p.length - name.length - 1)} ${name.startsWith('partition-') ? 'output' : 'input'}`,
+      );
+    }
+    expect(sides.size).toBeGreaterThan(1);
+    for (const side of sides) {
+      const own = lines.filter((l) => l.startsWith(`spillway recover: ${side} `));
+      const stages = own.map((l) => line.exec(l)![3]);
+      expect(
+        stages.filter((s) => s === 'finished'),
+        side,
+      ).toHaveLength(1);
+      expect(stages.at(-1), side).toBe('finished');
+      const percents = own.map((l) => Number(line.exec(l)![4]));
+      for (let i = 1; i < percents.length; i++) {
+        expect(percents[i]).toBeGreaterThanOrEqual(percents[i - 1]!);
+      }
+    }
+    expect(lines.filter((l) => / finished 100% /.test(l))).toHaveLength(sides.size);
+  }, 60_000);
+
   it('--all with --operator, --subtask, --output-state, --rescale or --overwrite is a usage error: exit 2, one line, nothing created', async () => {
     const f = fixtures[0]!;
     const base = await makeTempRoot();

@@ -124,10 +124,7 @@ export interface DirectoryUnit {
 
 /** What {@link recoverIntoDirectory} did. */
 export interface DirectoryResult {
-  /**
-   * Every recovery's counts added up; its `durationMs` is the run's wall time (sides run two
-   * at a time, so their own times overlap and their sum is not how long the run took).
-   */
+  /** Every recovery's counts added up; `durationMs` is the run's wall time (sides overlap). */
   total: SideReport;
   units: DirectoryUnit[];
   retries: number;
@@ -433,7 +430,7 @@ function sumReports(reports: readonly (SideReport | undefined)[]): SideReport {
     spillFiles: 0,
     spilledBytes: 0,
     entries: 0,
-    durationMs: 0, // the caller's: the run's wall time, not the sides' added up
+    durationMs: 0, // the caller's: the run's wall time
   };
   for (const r of reports) {
     if (r === undefined) continue;
