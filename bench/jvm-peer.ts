@@ -7,7 +7,9 @@
  * unaligned), each side a whole process timed from spawn to exit, in alternating pairs:
  *
  * - `spillway recover CHK --all --out DIR` against `PeerExtractor --out DIR`;
- * - `spillway flink ls CHK` against `PeerExtractor --metadata-only` (loading `_metadata`).
+ * - `spillway flink ls CHK` against `PeerExtractor --metadata-only` (loading `_metadata`);
+ * - and, in the same rounds, the floor of any recovery that spills (bench/spill-floor-child.ts:
+ *   the same reads, CRCs and writes in synchronous loops, nothing else), against both.
  *
  * Each arm's output tree is removed after it, untimed, before the next arm. The two trees are
  * compared byte for byte once (in the untimed warm-up pair) and the phase fails if they differ.
@@ -28,6 +30,7 @@ import {
 } from './jvm-harness.ts';
 import type { OrSkipped } from './options.ts';
 import type { PeerFigures } from './result.ts';
+import { benchModule } from './rss.ts';
 import { packageBin } from './startup.ts';
 import { round, spread, type Spread } from './stats.ts';
 
@@ -147,6 +150,9 @@ async function pairs(
     return r;
   };
   const jvmExtract = (out: string) => jvm(['--checkpoint', chk.path, '--out', out]);
+  const floorModule = benchModule('spill-floor-child');
+  const floor = (out: string) =>
+    timedRun(node, [...floorModule.loaderArgs, floorModule.path, chk.path, out], rss, o.signal);
   const ls = () => timedRun(node, [bin, 'flink', 'ls', chk.path], rss, o.signal);
   const jvmMetadata = () => jvm(['--checkpoint', chk.path, '--metadata-only']);
 
@@ -160,8 +166,14 @@ async function pairs(
   await rm(warmSpillway, { recursive: true, force: true });
   await ls();
   await jvmMetadata();
+  // The floor must move at least the channel state's bytes, or it is no floor of this work.
+  const floorBytes = (JSON.parse((await floor(warmSpillway)).stdout) as { bytes: number }).bytes;
+  await rm(warmSpillway, { recursive: true, force: true });
+  if (floorBytes < chk.bytes) {
+    throw new Error(`the spill floor moved ${floorBytes} bytes, the channel state is ${chk.bytes}`);
+  }
 
-  const side = { recoverAll: [] as TimedRun[], jvm: [] as TimedRun[] };
+  const side = { recoverAll: [] as TimedRun[], jvm: [] as TimedRun[], floor: [] as TimedRun[] };
   const lsSide = { ls: [] as TimedRun[], jvm: [] as TimedRun[] };
   for (let k = 0; k < o.pairs; k++) {
     o.signal?.throwIfAborted();
@@ -174,14 +186,20 @@ async function pairs(
       side.recoverAll.push(await recoverAll(out));
       await rm(out, { recursive: true, force: true });
     };
+    const floorArm = async () => {
+      side.floor.push(await floor(out));
+      await rm(out, { recursive: true, force: true });
+    };
     const lsArm = async () => lsSide.ls.push(await ls());
     const metaArm = async () => lsSide.jvm.push(await jvmMetadata());
     if (k % 2 === 0) {
       await jvmArm();
       await spillwayArm();
+      await floorArm();
       await metaArm();
       await lsArm();
     } else {
+      await floorArm();
       await spillwayArm();
       await jvmArm();
       await lsArm();
@@ -193,6 +211,8 @@ async function pairs(
   return {
     recoverAllVsJvm: ratio(side.recoverAll, side.jvm),
     lsVsJvm: ratio(lsSide.ls, lsSide.jvm),
+    recoverAllFloorVsJvm: ratio(side.floor, side.jvm),
+    recoverAllVsFloor: ratio(side.recoverAll, side.floor),
     checkpoint: {
       bytes: chk.bytes,
       entries: first.entries,
@@ -201,6 +221,7 @@ async function pairs(
     },
     recoverAllMs: r1(spread(ms(side.recoverAll))),
     jvmExtractMs: r1(spread(ms(side.jvm))),
+    recoverAllFloorMs: r1(spread(ms(side.floor))),
     lsMs: r1(spread(ms(lsSide.ls))),
     jvmMetadataMs: r1(spread(ms(lsSide.jvm))),
     jvmReadMs: r1(spread(side.jvm.map((r) => peerLine(r).readMs))),

@@ -29,11 +29,19 @@ const MIB = 1024 * 1024;
 export interface PeerFigures {
   recoverAllVsJvm: Spread;
   lsVsJvm: Spread;
+  /**
+   * The floor of a recovery that spills (bench/spill-floor-child.ts) ÷ the JVM extractor: what
+   * `recoverAllVsJvm` could be at best while every byte is spilled and checked (G1, G9).
+   */
+  recoverAllFloorVsJvm: Spread;
+  /** `recover --all` ÷ that floor: the product's own cost past the spill's I/O. */
+  recoverAllVsFloor: Spread;
   /** The real checkpoint the harness made (bench/jvm-peer.ts). */
   checkpoint: { bytes: number; entries: number; files: number; makeSeconds: number };
   /** Wall times of each side's process, ms. */
   recoverAllMs: Spread;
   jvmExtractMs: Spread;
+  recoverAllFloorMs: Spread;
   lsMs: Spread;
   jvmMetadataMs: Spread;
   /** The JVM's own times from `main` (no JVM start-up): extracting all, loading `_metadata`. */

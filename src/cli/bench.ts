@@ -26,7 +26,9 @@ export const usage = `usage: spillway bench [--json] [--quick] [--runs N] [--gro
 Measures Spillway against the least work that gives the same result on this machine, side by
 side in one run, as ratios (each the median of N alternating runs, with min and max):
   recoverAllVsJvm     spillway recover --all of a real Flink checkpoint ÷ a JVM program doing
-                      the same with Flink's own classes (null where java/the harness is absent)
+                      the same with Flink's own classes (null where java/the harness is absent);
+                      beside it the floor of any recovery that spills (the same reads, CRCs
+                      and writes in synchronous loops) ÷ the JVM, and recover --all ÷ that floor
   lsVsJvm             spillway flink ls ÷ the JVM loading the same _metadata
   e2eRecoverVsDdTmpfs the spillway recover process (default flags) of 1 GiB ÷ dd bs=1M of the
                       same I/O, everything on a tmpfs (root only; null where refused)
@@ -255,6 +257,8 @@ function peerRow(p: BenchDetails['peer']): string {
   return (
     `recover --all ${fmt(p.recoverAllMs, ' ms')} vs JVM ${fmt(p.jvmExtractMs, ' ms')} ` +
     `(its own read ${fmt(p.jvmReadMs, ' ms')}), peak RSS ${mib(rss.recoverAll)} vs ${mib(rss.jvmExtract)}; ` +
+    `the floor of a recovery that spills ${fmt(p.recoverAllFloorMs, ' ms')} ` +
+    `(${fmt(p.recoverAllFloorVsJvm, '')} of the JVM; recover --all ${fmt(p.recoverAllVsFloor, '')} of it); ` +
     `flink ls ${fmt(p.lsMs, ' ms')} vs JVM ${fmt(p.jvmMetadataMs, ' ms')} ` +
     `(its own load ${fmt(p.jvmMetadataLoadMs, ' ms')}), peak RSS ${mib(rss.ls)} vs ${mib(rss.jvmMetadata)}; ` +
     `real Flink checkpoint ${(c.bytes / 1024 ** 2).toFixed(0)} MiB, ${c.entries} entries, made in ${c.makeSeconds} s`

@@ -24,7 +24,15 @@ describe.skipIf(why !== undefined)('bench: Spillway vs the JVM on a real Flink c
     expect(peer.checkpoint.bytes).toBeGreaterThanOrEqual(2 * 1024 * 1024);
     expect(peer.checkpoint.files).toBeGreaterThan(0);
     expect(peer.checkpoint.entries).toBeGreaterThan(0);
-    for (const s of [peer.recoverAllVsJvm, peer.lsVsJvm, peer.jvmReadMs, peer.jvmMetadataLoadMs]) {
+    for (const s of [
+      peer.recoverAllVsJvm,
+      peer.lsVsJvm,
+      peer.jvmReadMs,
+      peer.jvmMetadataLoadMs,
+      peer.recoverAllFloorMs,
+      peer.recoverAllFloorVsJvm,
+      peer.recoverAllVsFloor,
+    ]) {
       expect(s.median).toBeGreaterThan(0);
     }
     for (const rss of Object.values(peer.peakRssMiB)) {
