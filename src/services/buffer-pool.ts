@@ -69,3 +69,34 @@ export class BufferPool {
 
 /** The process's pool of large I/O buffers. */
 export const ioBuffers = new BufferPool(MAX_POOLED_BYTES);
+
+/**
+ * From this size on, a copy a consumer keeps of bytes it was lent (the file sink's staged
+ * chunks) comes from the pool: `Buffer.from` of a 1 MiB delivery zero-filled and page-faulted
+ * a fresh ArrayBuffer each time (one subtask's 80 MiB of a real Flink checkpoint: `recover`
+ * 241 → 222 ms, `recover --all` of 320 MiB 642 → 616 ms, medians of 10, tmpfs).
+ */
+export const POOLED_COPY_BYTES = 64 * 1024;
+
+/**
+ * A copy of `bytes` the caller owns: from the pool from {@link POOLED_COPY_BYTES} on, else
+ * `Buffer.from`. Hand it back with {@link giveCopies} once no I/O reads it any more.
+ *
+ * @example
+ * ```ts
+ * const chunk = takeCopy(lent); // the lender may reuse `lent` now
+ * await file.write(chunk);
+ * giveCopies([chunk]);
+ * ```
+ */
+export function takeCopy(bytes: Buffer): Buffer {
+  if (bytes.length < POOLED_COPY_BYTES) return Buffer.from(bytes);
+  const copy = ioBuffers.take(bytes.length);
+  bytes.copy(copy);
+  return copy;
+}
+
+/** Gives {@link takeCopy}'s pooled copies back; the smaller ones are left to the collector. */
+export function giveCopies(chunks: readonly Buffer[]): void {
+  for (const chunk of chunks) if (chunk.length >= POOLED_COPY_BYTES) ioBuffers.give(chunk);
+}

@@ -5,10 +5,12 @@
  * at 1,049 MiB). Writes are slowed through the fs seam's hook (the disk is the slow side), and
  * what the sink holds — bytes accepted minus bytes on disk — is read after every delivery.
  */
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChannelFileSink } from '../../src/services/outputs/channel-files.ts';
+import { ioBuffers, MAX_POOLED_BYTES } from '../../src/services/buffer-pool.ts';
+import { pauseOn } from '../helpers/async.ts';
 import { seam } from '../helpers/fault-seam.ts';
 import { makeTempRoot } from '../helpers/temp.ts';
 
@@ -59,4 +61,25 @@ describe('G8 channel file sink', () => {
     expect(await heldWhileFeeding(2, 32 * MIB, 2 * MIB)).toBeLessThanOrEqual(4 * MIB + 64 * KIB);
     expect(await heldWhileFeeding(32, 32 * MIB, 2 * MIB)).toBeLessThanOrEqual(4 * MIB + 64 * KIB);
   }, 60_000);
+
+  it('G8 its copies of large deliveries come from the process pool and go back only once their write settled', async () => {
+    const dir = await makeTempRoot();
+    const sink = new ChannelFileSink(dir, { chunkBytes: MIB });
+    const consumer = sink.consumer({ gate: 0, channel: 0 });
+    const pause = pauseOn((op, path) => op === 'write' && path.endsWith('gate-0-channel-0.bin'));
+    const lent = Buffer.alloc(MIB, 1);
+    await consumer.onBuffer(lent);
+    lent.fill(2); // the drain reuses its buffer once the call returned: the sink wrote a copy
+    await pause.reached;
+    // The chunk in the held write is out of the pool, and stays out while the write waits.
+    const kept = ioBuffers.keptBytes;
+    expect(kept + MIB).toBeLessThanOrEqual(MAX_POOLED_BYTES); // room for it to come back
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(ioBuffers.keptBytes).toBe(kept);
+    pause.release();
+    await consumer.onFinished();
+    await sink.finish();
+    expect(ioBuffers.keptBytes).toBe(kept + MIB);
+    expect(readFileSync(join(dir, 'gate-0-channel-0.bin')).equals(Buffer.alloc(MIB, 1))).toBe(true);
+  });
 });

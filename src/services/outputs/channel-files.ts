@@ -15,6 +15,7 @@ import { dirPrefix } from './dir-prefix.ts';
 import { channelFileName } from './file-names.ts';
 import { channelId, channelOfId, type ChannelConsumer, type ChannelInfo } from '../channel.ts';
 import { ErrorCollector, toError } from '../errors.ts';
+import { giveCopies, takeCopy } from '../buffer-pool.ts';
 import { fsSeam, type FileSystem } from '../fs.ts';
 
 const inputFileName = (info: ChannelInfo): string => channelFileName('input', info);
@@ -185,7 +186,7 @@ export class ChannelFileSink {
     if (buffer.length === 0) return undefined;
     const work = this.workOf(id);
     // A copy: the drain may reuse its buffer as soon as this returns.
-    work.chunks.push(Buffer.from(buffer));
+    work.chunks.push(takeCopy(buffer));
     work.bytes += buffer.length;
     this.stagedBytes += buffer.length;
     if (work.bytes >= this.chunkBytes) this.schedule(id);
@@ -251,6 +252,7 @@ export class ChannelFileSink {
     const path = this.prefix + this.fileName(channelOfId(id));
     try {
       this.fs.writeNewFileSync(path, CREATE, 0o666, work.chunks);
+      giveCopies(work.chunks);
     } catch (error) {
       this.failure ??= toError(error);
       throw this.failure;
@@ -306,13 +308,12 @@ export class ChannelFileSink {
       work.chunks = [];
       work.bytes = 0;
       this.running++;
-      void this.run(id, chunks, finish).then(
-        () => this.ended(id, work, finish, taken),
-        (error: unknown) => {
-          this.failure ??= toError(error);
+      void this.run(id, chunks, finish)
+        .catch((error: unknown) => void (this.failure ??= toError(error)))
+        .then(() => {
+          giveCopies(chunks); // settled either way: no write reads them any more
           this.ended(id, work, finish, taken);
-        },
-      );
+        });
     }
   }
 
