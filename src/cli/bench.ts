@@ -75,7 +75,7 @@ function fmt(s: Spread | null, unit = ''): string {
 
 function verdict(key: FigureName, value: number | undefined): string {
   const t = TARGETS[key];
-  if (value === undefined) return '';
+  if (value === undefined || t === undefined) return ''; // a figure printed beside another
   const ok = t.op === '≥' ? value >= t.value : value <= t.value;
   return `${t.op} ${t.value}  ${ok ? 'met' : 'MISSED'}`;
 }

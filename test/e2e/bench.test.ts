@@ -29,6 +29,8 @@ const FIGURES = [
   'drainVsRawRead',
   'spillVsRawWriteTmpfs',
   'drainVsRawReadTmpfs',
+  'recoverAllFloorVsJvm',
+  'recoverAllVsFloor',
   'flinkVsSpwc',
   'flinkRecordsVsRecover',
   'filteringVsSpilling',
@@ -67,7 +69,7 @@ const TMPFS_RATIOS = [
   'recoverVsPlainTmpfs',
 ];
 /** Null where java or the real-Flink harness is absent. */
-const PEER_RATIOS = ['recoverAllVsJvm', 'lsVsJvm'];
+const PEER_RATIOS = ['recoverAllVsJvm', 'lsVsJvm', 'recoverAllFloorVsJvm', 'recoverAllVsFloor'];
 
 function expectSpread(key: string, ratio: Record<string, number>): void {
   expect(Object.keys(ratio), key).toEqual(['median', 'min', 'max']);
