@@ -119,7 +119,7 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
   const progress = !shown
     ? undefined
     : args.all
-      ? new SidesProgress(io, 'recover')
+      ? new SidesProgress(io, 'recover', !args.json)
       : new RecoverProgress(io, 'recover');
   try {
     if (args.flink === undefined && args.rescale !== undefined) {

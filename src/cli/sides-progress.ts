@@ -42,9 +42,11 @@ export class SidesProgress {
   private drawn = false;
   private lastLineMs = performance.now();
 
+  /** @param lines whether finished sides leave a line (not with `--json`: only the bar, erased) */
   constructor(
     private readonly io: Io,
     private readonly command: string,
+    private readonly lines = true,
   ) {}
 
   /** The `onProgress` of one side's recovery; `label` names it on every line it shows. */
@@ -63,8 +65,9 @@ export class SidesProgress {
     const columns = this.io.err.columns || 80;
     if (this.io.err.isTTY === true && columns >= MIN_BAR_COLUMNS) {
       // A finished side's line stays above the bar; the other endings have their own message.
-      if (p.stage === 'finished') this.line(reading);
-      else if (side === shown) {
+      if (p.stage === 'finished') {
+        if (this.lines) this.line(reading);
+      } else if (side === shown) {
         this.io.err.write(`\r\x1b[2K${formatBar(reading, columns)}`);
         this.drawn = true;
       }

@@ -89,6 +89,16 @@ describe('recover --all progress', () => {
     expect(text().endsWith('\r\x1b[2K') || text().endsWith('\n')).toBe(true);
   });
 
+  it('on a terminal with --json: only the bar, erased at the end; no line is left', () => {
+    const { io, text } = stderr(true);
+    const bar = new SidesProgress(io, 'recover', false);
+    run(bar);
+    bar.done();
+    expect(text()).not.toMatch(/\n/);
+    expect(text()).toMatch(/op\/subtask-0 input fetch/);
+    expect(text().endsWith('\r\x1b[2K')).toBe(true);
+  });
+
   it('off a terminal: only the lines of finished sides (a fast run), in the order they finish', () => {
     const { io, text } = stderr(false);
     const bar = new SidesProgress(io, 'recover');
