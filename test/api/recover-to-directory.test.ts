@@ -32,6 +32,15 @@ async function setUp() {
   return { dir, checkpoint: made.path, spillRoot, out: join(dir, 'out') };
 }
 
+/** The committed Flink 2.3.0 checkpoint, a spill root and an output path in a fresh temp dir. */
+async function setUpFlink() {
+  const { checkpoint, jobDir } = readFlinkFixture(FIXTURE);
+  const dir = await makeTempRoot();
+  const spillRoot = join(dir, 'spill');
+  await mkdir(spillRoot);
+  return { checkpoint, jobDir, spillRoot, out: join(dir, 'out') };
+}
+
 describe('recoverToDirectory', () => {
   afterEach(() => seam.resetFsSeam());
 
@@ -111,17 +120,8 @@ describe('recoverToDirectory', () => {
   it.skipIf(!existsSync(FIXTURE))(
     'all: a real Flink checkpoint into <operator>/subtask-<n>/, one report entry per subtask dir with each side apart',
     async () => {
-      const f = readFlinkFixture(FIXTURE);
-      const dir = await makeTempRoot();
-      const spillRoot = join(dir, 'spill');
-      await mkdir(spillRoot);
-      const out = join(dir, 'out');
-      const report = await recoverToDirectory({
-        checkpoint: f.checkpoint,
-        out,
-        spillRoot,
-        all: true,
-      });
+      const { checkpoint, spillRoot, out } = await setUpFlink();
+      const report = await recoverToDirectory({ checkpoint, out, spillRoot, all: true });
       const dirs = report.units.map((u) => u.dir);
       expect(dirs).toContain('slow-join/subtask-0');
       expect(dirs).toContain('to-record-a/subtask-1');
@@ -139,24 +139,16 @@ describe('recoverToDirectory', () => {
   it.skipIf(!existsSync(FIXTURE))(
     "all: the total's durationMs is the run's wall time, not its sides' times added up (they run two at a time)",
     async () => {
-      const f = readFlinkFixture(FIXTURE);
-      const dir = await makeTempRoot();
-      const spillRoot = join(dir, 'spill');
-      await mkdir(spillRoot);
+      const { checkpoint, spillRoot, out, jobDir } = await setUpFlink();
       // Every read of a channel-state file waits 20 ms: each side then takes long enough that
       // two sides running at once overlap by far more than the run's own steps around them.
       seam.setFsHook(async (op, path) => {
-        if (op === 'read' && path.startsWith(f.jobDir) && !path.endsWith('_metadata')) {
+        if (op === 'read' && path.startsWith(jobDir) && !path.endsWith('_metadata')) {
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
       });
       const t0 = performance.now();
-      const report = await recoverToDirectory({
-        checkpoint: f.checkpoint,
-        out: join(dir, 'out'),
-        spillRoot,
-        all: true,
-      });
+      const report = await recoverToDirectory({ checkpoint, out, spillRoot, all: true });
       const wall = performance.now() - t0;
       const sides = report.units.flatMap((u) => [u.input, u.output].filter((s) => s !== undefined));
       expect(sides.length).toBeGreaterThan(2);
