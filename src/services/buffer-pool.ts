@@ -72,14 +72,27 @@ export const ioBuffers = new BufferPool(MAX_POOLED_BYTES);
 
 /**
  * From this size on, a copy a consumer keeps of bytes it was lent (the file sink's staged
- * chunks) comes from the pool: `Buffer.from` of a 1 MiB delivery zero-filled and page-faulted
+ * chunks) comes from a pool: `Buffer.from` of a 1 MiB delivery zero-filled and page-faulted
  * a fresh ArrayBuffer each time (one subtask's 80 MiB of a real Flink checkpoint: `recover`
  * 241 → 222 ms, `recover --all` of 320 MiB 642 → 616 ms, medians of 10, tmpfs).
  */
 export const POOLED_COPY_BYTES = 64 * 1024;
 
+/** Copies larger than this are not pooled (a rescale may deliver whole segments). */
+export const MAX_POOLED_COPY_BYTES = 2 * 1024 * 1024;
+
 /**
- * A copy of `bytes` the caller owns: from the pool from {@link POOLED_COPY_BYTES} on, else
+ * The copies' own pool, apart from {@link ioBuffers}: deliveries come in every size (a
+ * segment's tail is shorter), and copies kept by exact size would fill a shared pool with sizes
+ * nobody asks for again, crowding out the readers' and writers' buffers. Each copy takes a
+ * power-of-two room instead (64 KiB … 2 MiB: six sizes), so a kept one fits the next delivery
+ * of about the same size.
+ */
+export const copyBuffers = new BufferPool(8 * 1024 * 1024);
+
+/**
+ * A copy of `bytes` the caller owns: from {@link copyBuffers} for {@link POOLED_COPY_BYTES} to
+ * {@link MAX_POOLED_COPY_BYTES} (a view of the first `bytes.length` of its room), else
  * `Buffer.from`. Hand it back with {@link giveCopies} once no I/O reads it any more.
  *
  * @example
@@ -90,13 +103,18 @@ export const POOLED_COPY_BYTES = 64 * 1024;
  * ```
  */
 export function takeCopy(bytes: Buffer): Buffer {
-  if (bytes.length < POOLED_COPY_BYTES) return Buffer.from(bytes);
-  const copy = ioBuffers.take(bytes.length);
-  bytes.copy(copy);
-  return copy;
+  const n = bytes.length;
+  if (n < POOLED_COPY_BYTES || n > MAX_POOLED_COPY_BYTES) return Buffer.from(bytes);
+  const room = copyBuffers.take(2 ** Math.ceil(Math.log2(n)));
+  bytes.copy(room);
+  return n === room.length ? room : room.subarray(0, n);
 }
 
-/** Gives {@link takeCopy}'s pooled copies back; the smaller ones are left to the collector. */
+/** Gives {@link takeCopy}'s pooled copies back, each as its whole room; the rest are left alone. */
 export function giveCopies(chunks: readonly Buffer[]): void {
-  for (const chunk of chunks) if (chunk.length >= POOLED_COPY_BYTES) ioBuffers.give(chunk);
+  for (const chunk of chunks) {
+    if (chunk.length < POOLED_COPY_BYTES || chunk.length > MAX_POOLED_COPY_BYTES) continue;
+    // Its own ArrayBuffer (BufferPool.take never hands out a slab): the whole room goes back.
+    copyBuffers.give(chunk.length === chunk.buffer.byteLength ? chunk : Buffer.from(chunk.buffer));
+  }
 }
