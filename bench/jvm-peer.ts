@@ -178,18 +178,14 @@ async function pairs(
   for (let k = 0; k < o.pairs; k++) {
     o.signal?.throwIfAborted();
     const out = join(work, `out-${k}`);
-    const jvmArm = async () => {
-      side.jvm.push(await jvmExtract(out));
+    // An arm that writes a tree: timed, then its tree removed (untimed) before the next arm.
+    const treeArm = (runs: TimedRun[], run: (out: string) => Promise<TimedRun>) => async () => {
+      runs.push(await run(out));
       await rm(out, { recursive: true, force: true });
     };
-    const spillwayArm = async () => {
-      side.recoverAll.push(await recoverAll(out));
-      await rm(out, { recursive: true, force: true });
-    };
-    const floorArm = async () => {
-      side.floor.push(await floor(out));
-      await rm(out, { recursive: true, force: true });
-    };
+    const jvmArm = treeArm(side.jvm, jvmExtract);
+    const spillwayArm = treeArm(side.recoverAll, recoverAll);
+    const floorArm = treeArm(side.floor, floor);
     const lsArm = async () => lsSide.ls.push(await ls());
     const metaArm = async () => lsSide.jvm.push(await jvmMetadata());
     if (k % 2 === 0) {

@@ -276,35 +276,33 @@ class DelegateReader {
     const { offsets, items } = this.planned;
     const item = items[k]!;
     const at = start + offsets[k]!;
-    const next = k + 1 < offsets.length ? start + offsets[k + 1]! : streamEnd;
+    // The next selected entry's length field; none after the last.
+    const next = k + 1 < offsets.length ? start + offsets[k + 1]! : undefined;
+    const until = next === undefined || next === at ? streamEnd : next;
     const readEnd = this.dense
       ? streamEnd
-      : Math.min(next === at ? streamEnd : next, at + Math.max(left[item]!, 4), streamEnd);
+      : Math.min(until, at + Math.max(left[item]!, 4), streamEnd);
     const length = window.int32(at, Math.max(readEnd, at + CHANNEL_STATE_INT_BYTES));
-    if (typeof length !== 'number') return length.then((n) => this.enterEntry(window, k, at, n));
-    return this.enterEntry(window, k, at, length);
+    if (typeof length !== 'number') {
+      return length.then((n) => this.enterEntry(window, item, at, next, n));
+    }
+    return this.enterEntry(window, item, at, next, length);
   }
 
-  /** The `k`th entry, at `at`, whose length field holds `entryLength`: checked, then its payload. */
+  /**
+   * The entry of handle `item` at `at`, whose length field holds `entryLength` (`next`: the
+   * next selected entry's, if any): checked, then its payload.
+   */
   private enterEntry(
     window: ReadWindow,
-    k: number,
+    item: number,
     at: number,
+    next: number | undefined,
     entryLength: number,
   ): void | Promise<void> {
-    const { start } = this.where;
-    const { streamEnd, left } = this;
-    const { offsets, items } = this.planned;
-    const item = items[k]!;
+    const { left } = this;
     const { handle, subtask } = this.handles[item]!;
-    const next = k + 1 < offsets.length ? start + offsets[k + 1]! : streamEnd;
-    this.checkEntry(
-      at,
-      entryLength,
-      handle,
-      left[item]!,
-      k + 1 < offsets.length ? next : undefined,
-    );
+    this.checkEntry(at, entryLength, handle, left[item]!, next);
     const end = at + CHANNEL_STATE_INT_BYTES + entryLength;
     left[item]! -= CHANNEL_STATE_INT_BYTES + entryLength;
     this.entries++;
