@@ -11,14 +11,13 @@ import type { RescaleOption } from './services/rescale/rescale-options.ts';
 import { withFanOut } from './services/spill/fan-out-spill.ts';
 import type { RecoveryProgress } from './services/progress.ts';
 
-/** How the CLI starts each recovery: its inspector's options and watch, its progress's next bar. */
+/** How the CLI starts each recovery: its inspector's options and watch, its progress display. */
 export interface DirectoryHooks {
   startOptions?: Partial<StartOptions>;
   /** Wraps each started recovery (`recover --inspect` watches it), told what it recovers. */
   watch?: (recovery: StartedRecovery, request: SideRequest) => StartedRecovery;
-  onStart?: (request: SideRequest) => void;
   onOnlyOutputState?: (subpartitions: number) => void;
-  /** Each recovery's own `onProgress` (`recover --all`: one bar per side), if any. */
+  /** Each recovery's own `onProgress` (`recover`'s bar; `--all`: one per side), if any. */
   progressOf?: (request: SideRequest) => ((progress: RecoveryProgress) => void) | undefined;
 }
 
@@ -27,7 +26,7 @@ export interface DirectoryHooks {
  *
  * @example
  * ```ts
- * await runRecoveryToDirectory(options, { onStart: () => bar.next('output') });
+ * await runRecoveryToDirectory(options, { progressOf: (request) => bar.of(request) });
  * ```
  */
 export async function runRecoveryToDirectory(
@@ -59,7 +58,6 @@ export async function runRecoveryToDirectory(
           : undefined,
       log,
       notice,
-      onStart: hooks.onStart,
       onOnlyOutputState: hooks.onOnlyOutputState,
     },
     (request) =>

@@ -243,6 +243,17 @@ export function formatPlain(r: BarReading): string {
 }
 
 /**
+ * What a run into a directory asks of a progress display (`recover`): each recovery's
+ * `onProgress`, and an end.
+ */
+export interface RunProgress {
+  /** The `onProgress` of the recovery of one side of a subtask, into `dir` under DIR. */
+  of(request: { readonly side: string; readonly dir: string }): (p: RecoveryProgress) => void;
+  /** Clears a drawn bar (plain lines stay). */
+  done(): void;
+}
+
+/**
  * Shows a recovery's progress on stderr: on a terminal at least {@link MIN_BAR_COLUMNS} wide,
  * one bar redrawn in place (fitted to the width at each redraw, so a resize is followed);
  * elsewhere — a pipe, a file, a narrow terminal — plain lines, one per stage change from the
@@ -257,8 +268,8 @@ export function formatPlain(r: BarReading): string {
  * bar.done();
  * ```
  */
-export class RecoverProgress {
-  private tracker: ProgressTracker;
+export class RecoverProgress implements RunProgress {
+  private readonly tracker = new ProgressTracker();
   private drawn = false;
   /** The stage of the last plain line: the fetch's start counts as told. */
   private lastStage: string | undefined;
@@ -267,17 +278,14 @@ export class RecoverProgress {
   constructor(
     private readonly io: Io,
     private readonly command: string,
-    label?: string,
-  ) {
-    this.tracker = new ProgressTracker(label);
-  }
+  ) {}
 
-  /** A fresh bar for the next recovery of the same command (`--output-state`'s second run). */
-  next(label: string): void {
-    this.done();
-    this.tracker = new ProgressTracker(label);
-    this.lastStage = undefined;
-    this.lastLineMs = performance.now();
+  /**
+   * The one recovery's `onProgress`. A run of several recoveries at once (`--all`,
+   * `--output-state`) is {@link SidesProgress}'s: fed to one tracker, their readings interleave.
+   */
+  of(): (p: RecoveryProgress) => void {
+    return (p) => this.show(p);
   }
 
   show(p: RecoveryProgress): void {

@@ -14,7 +14,7 @@ import { mib, printJson, table, type Io } from './io.ts';
 import { trapSignals, type SignalScope } from './signals.ts';
 import { reportError } from './errors.ts';
 import { oneLine } from './terminal-text.ts';
-import { RecoverProgress } from './progress-text.ts';
+import { RecoverProgress, type RunProgress } from './progress-text.ts';
 import { SidesProgress } from './sides-progress.ts';
 import type { FlinkKey } from '../services/formats/flink/entry-source.ts';
 import { unitFields, whoText } from './recover-report.ts';
@@ -113,39 +113,31 @@ async function recover(argv: string[], io: Io, inspector: RecoveryInspector): Pr
   }
   const signals = trapSignals((line) => io.err.write(line));
   // A bar on a terminal (with --json too: it erases itself), plain lines on a non-terminal
-  // stderr unless --json asked for machine output only. `--all` runs many recoveries, two at
-  // a time: each side then has its own bar and label.
+  // stderr unless --json asked for machine output only. `--all` and `--output-state` run
+  // several recoveries, two at a time: each side then has its own bar and label.
   const shown = io.err.isTTY === true || !args.json;
-  const progress = !shown
+  const sides = args.all || args.flink?.outputState === true;
+  const progress: RunProgress | undefined = !shown
     ? undefined
-    : args.all
+    : sides
       ? new SidesProgress(io, 'recover', !args.json)
       : new RecoverProgress(io, 'recover');
   try {
     if (args.flink === undefined && args.rescale !== undefined) {
       await refuseV1ForRescale(args.checkpoint, args.shown);
     }
-    const report = await runRecoveryToDirectory(
-      libraryOptions(args, signals.signal, io, progress),
-      {
-        startOptions: inspector.options,
-        watch: (recovery, request) => inspector.watch(recovery, aboutOf(args, request)),
-        onStart: ({ side, dir }) => {
-          if (side === 'output' && dir === '' && progress instanceof RecoverProgress) {
-            progress.next('output');
-          }
-        },
-        progressOf: ({ side, dir }) =>
-          progress instanceof SidesProgress ? progress.side(`${dir} ${side}`) : undefined,
-        onOnlyOutputState: (subpartitions) => {
-          throw new UsageError(
-            `operator ${args.flink?.operator ?? ''} subtask ${args.flink?.subtask ?? 0} has no ` +
-              `input-channel state, only output state (${subpartitions} subpartition(s)): add ` +
-              `--output-state to recover it`,
-          );
-        },
+    const report = await runRecoveryToDirectory(libraryOptions(args, signals.signal, io, shown), {
+      startOptions: inspector.options,
+      watch: (recovery, request) => inspector.watch(recovery, aboutOf(args, request)),
+      progressOf: (request) => progress?.of(request),
+      onOnlyOutputState: (subpartitions) => {
+        throw new UsageError(
+          `operator ${args.flink?.operator ?? ''} subtask ${args.flink?.subtask ?? 0} has no ` +
+            `input-channel state, only output state (${subpartitions} subpartition(s)): add ` +
+            `--output-state to recover it`,
+        );
       },
-    ).catch(async (error: unknown) => {
+    }).catch(async (error: unknown) => {
       // An SPWC read of a Flink checkpoint: say to pick an operator, not "bad magic".
       throw args.flink === undefined ? await flinkHint(args.checkpoint, error, args.remote) : error;
     });
@@ -212,7 +204,7 @@ function libraryOptions(
   args: RecoverArgs,
   signal: AbortSignal,
   io: Io,
-  progress: RecoverProgress | SidesProgress | undefined,
+  progress: boolean,
 ): RecoverToDirectoryOptions {
   return {
     checkpoint: args.checkpoint,
@@ -228,12 +220,8 @@ function libraryOptions(
     // Reads stay at 1 MiB: 4 MiB reads raised the peak RSS of 256 MiB entries from 120 to
     // 165 MiB (over G8's 160 MiB goal) and were no faster here.
     limits: { maxSpillFileBytes: args.maxSpillFileBytes, bufferBytes: MIB },
-    // Many sides: each recovery's own onProgress comes from the directory's progressOf hook.
-    ...(progress instanceof RecoverProgress
-      ? { onProgress: progress.show.bind(progress), progressIntervalMs: 200 }
-      : progress !== undefined
-        ? { progressIntervalMs: 200 }
-        : {}),
+    // Each recovery's onProgress comes from the progress display (the runner's progressOf).
+    ...(progress ? { progressIntervalMs: 200 } : {}),
     ...(args.rescale !== undefined ? { rescale: args.rescale } : {}),
     ...(args.flink !== undefined ? { flink: args.flink } : {}),
     ...(args.all ? { all: true } : {}),

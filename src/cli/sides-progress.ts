@@ -1,5 +1,6 @@
 /**
- * The progress of `recover --all`: one recovery per operator, subtask and side, two at a time.
+ * The progress of a `recover` of several recoveries, two at a time: `--all` (one per operator,
+ * subtask and side) and `--output-state` (a subtask's input and output sides).
  * Fed to one {@link RecoverProgress}, their readings interleaved — a `drain 50%` of one side
  * beside a `fetch` of another, a `finished 100%` followed by the next side's `fetch 0.0 MiB` —
  * and no line said which side it was of. Here each side has its own tracker and label; the bar
@@ -15,6 +16,7 @@ import {
   PLAIN_LINE_INTERVAL_MS,
   ProgressTracker,
   type BarReading,
+  type RunProgress,
 } from './progress-text.ts';
 
 /** One side's readings: its own tracker, so its percent runs once from 0 to 100. */
@@ -36,7 +38,7 @@ interface Side {
  * bar.done();
  * ```
  */
-export class SidesProgress {
+export class SidesProgress implements RunProgress {
   /** Every side, in the order they started: the first not ended is the one shown. */
   private readonly sides: Side[] = [];
   private drawn = false;
@@ -48,6 +50,17 @@ export class SidesProgress {
     private readonly command: string,
     private readonly lines = true,
   ) {}
+
+  /** The `onProgress` of one side's recovery, named by its dir (if any) and side. */
+  of({
+    side,
+    dir,
+  }: {
+    readonly side: string;
+    readonly dir: string;
+  }): (p: RecoveryProgress) => void {
+    return this.side(dir === '' ? side : `${dir} ${side}`);
+  }
 
   /** The `onProgress` of one side's recovery; `label` names it on every line it shows. */
   side(label: string): (p: RecoveryProgress) => void {

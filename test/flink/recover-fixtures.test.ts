@@ -102,6 +102,39 @@ describe.skipIf(fixtures.length === 0)('real Flink fixtures recover as Flink rea
         }, 60_000);
       }
 
+      it("CLI --output-state off a terminal: each side's progress is its own, named input or output, finished once", async () => {
+        const s =
+          expectedSubtasks(f.expected).find(
+            (x) => x.inputFiles.length > 0 && x.outputFiles.length > 0,
+          ) ?? expectedSubtasks(f.expected).find((x) => x.outputFiles.length > 0)!;
+        const root = await makeTempRoot();
+        // Without --json: the lines a log gets. Both sides run at once (two at a time).
+        const run = await runRecover(f.checkpoint, join(root, 'out'), root, [
+          '--operator',
+          s.operator,
+          '--subtask',
+          String(s.subtask),
+          '--output-state',
+          ...relocateArgs(f),
+        ]);
+        expect(run.code, run.stderr).toBe(0);
+        const lines = run.stderr.split('\n').filter((l) => l.startsWith('spillway recover: '));
+        const line = /^spillway recover: (input|output) (\w+) (\d+)% /;
+        for (const l of lines) expect(l).toMatch(line);
+        for (const side of ['input', 'output']) {
+          const own = lines.map((l) => line.exec(l)!).filter((m) => m[1] === side);
+          expect(
+            own.filter((m) => m[2] === 'finished'),
+            side,
+          ).toHaveLength(1);
+          expect(own.at(-1)![2], side).toBe('finished');
+          const percents = own.map((m) => Number(m[3]));
+          for (let i = 1; i < percents.length; i++) {
+            expect(percents[i]).toBeGreaterThanOrEqual(percents[i - 1]!);
+          }
+        }
+      }, 60_000);
+
       it('progress works unchanged: the fetch total comes from the handles and is reached exactly', async () => {
         const s = expectedSubtasks(f.expected).find((x) => x.outputFiles.length > 0)!;
         const root = await makeTempRoot();

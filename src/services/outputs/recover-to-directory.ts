@@ -105,8 +105,6 @@ export interface DirectoryOptions {
    * nothing. It may throw (the CLI hints `--output-state`); returning goes on.
    */
   onOnlyOutputState?: ((subpartitions: number) => void) | undefined;
-  /** Called before each recovery starts (a progress bar's next stage). */
-  onStart?: ((request: SideRequest) => void) | undefined;
 }
 
 /** What one subtask (or, rescaling to P, one new subtask) put into the directory. */
@@ -203,7 +201,6 @@ export async function recoverIntoDirectory(
         out.stagingDirMode,
         sinks as { sink: ChannelFileSink; side: 'input'; dir: string }[],
         start,
-        options.onStart,
       );
       retries += fanned.retries;
       // The read's own counts are the total's: one read, not one per new subtask.
@@ -233,7 +230,6 @@ export async function recoverIntoDirectory(
             stagingDir: staging,
           };
           jobs.push(async () => {
-            options.onStart?.(request);
             const recovery = start(request);
             const report = await recovery.done;
             await sink.finish();

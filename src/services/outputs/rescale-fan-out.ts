@@ -57,7 +57,6 @@ export async function recoverFannedOut<T>(
     readonly done: Promise<T>;
     progress(): { retries: number };
   },
-  onStart?: (request: FanOutRequest) => void,
 ): Promise<{ total: T; retries: number; shares: FanOutShare[] }> {
   const count = units.length;
   // P sinks at once: together they stage and hold open what one sink would.
@@ -87,7 +86,6 @@ export async function recoverFannedOut<T>(
     dir: '',
     stagingDir,
   };
-  onStart?.(request);
   const recovery = start(request);
   const total = await recovery.done;
   for (const sink of own) await sink.finish();
